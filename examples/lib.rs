@@ -1,0 +1,1 @@
+//! Runnable examples of embedding toolhost live beside this file.

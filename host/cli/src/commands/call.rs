@@ -1,0 +1,70 @@
+//! `toolhost call TOOL [JSON|-]`: one call through the whole pipeline.
+
+use crate::setup::{self, GlobalArgs};
+use anyhow::{Context, Result};
+use clap::Args;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::PathBuf;
+use toolhost::{ContentBlock, Session, ToolUse};
+
+#[derive(Args, Debug)]
+pub struct CallCommand {
+    /// The tool's name.
+    tool: String,
+    /// The input object as JSON, or `-` to read it from stdin (default: `{}`).
+    input: Option<String>,
+    /// Print the Messages-API tool_result block as JSON.
+    #[arg(long)]
+    json: bool,
+    /// The tool_use id to answer.
+    #[arg(long, default_value = "toolu_cli")]
+    id: String,
+    /// Keep the session's context map in FILE between calls (so Edit works after Read).
+    #[arg(long, value_name = "FILE")]
+    session: Option<PathBuf>,
+}
+
+impl CallCommand {
+    pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
+        let text = match self.input.as_deref() {
+            None => "{}".to_string(),
+            Some("-") => {
+                let mut s = String::new();
+                std::io::stdin().read_to_string(&mut s).context("reading the input from stdin")?;
+                s
+            }
+            Some(s) => s.to_string(),
+        };
+        let input: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("the input is not valid JSON: {text:?}"))?;
+        let loaded = setup::load(global, global.verbose > 0).await?;
+        let session = match &self.session {
+            Some(path) if path.exists() => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading session {}", path.display()))?;
+                let map: BTreeMap<String, String> =
+                    serde_json::from_str(&text).with_context(|| format!("session file {} is not a JSON object of strings", path.display()))?;
+                Session::from_map(map)
+            }
+            _ => Session::new(),
+        };
+        let result = loaded.runtime.call(&session, &ToolUse::new(self.id, self.tool, input)).await;
+        if let Some(path) = &self.session {
+            let text = serde_json::to_string_pretty(&session.to_map())?;
+            std::fs::write(path, text).with_context(|| format!("writing session {}", path.display()))?;
+        }
+        if self.json {
+            println!("{}", serde_json::to_string(&result)?);
+        } else {
+            for block in &result.content {
+                match block {
+                    ContentBlock::Text { text } => println!("{text}"),
+                    ContentBlock::Image { source } => {
+                        println!("[image {} ({} base64 characters)]", source.media_type, source.data.len())
+                    }
+                }
+            }
+        }
+        Ok(if result.is_error { crate::EXIT_TOOL_ERROR } else { 0 })
+    }
+}

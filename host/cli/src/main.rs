@@ -1,0 +1,57 @@
+//! `toolhost`: run AI-agent tools as sandboxed WebAssembly components.
+
+mod commands;
+mod setup;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Exit code for a call whose tool_result is an error.
+const EXIT_TOOL_ERROR: u8 = 1;
+/// Exit code for bad usage or a host-side failure.
+const EXIT_USAGE: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(name = "toolhost", version, about = "Run AI-agent tools as sandboxed WebAssembly components")]
+struct Cli {
+    #[command(flatten)]
+    global: setup::GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the loaded tools with their schemas, ceilings and grants.
+    List(commands::list::ListCommand),
+    /// Call one tool once and print its tool_result.
+    Call(commands::call::CallCommand),
+    /// Describe a component: schema, ceiling, WIT imports and exports, size, sha256.
+    Inspect(commands::inspect::InspectCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    setup::init_tracing(cli.global.verbose);
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let result = rt.block_on(async {
+        match cli.command {
+            Command::List(c) => c.execute(&cli.global).await,
+            Command::Call(c) => c.execute(&cli.global).await,
+            Command::Inspect(c) => c.execute(&cli.global).await,
+        }
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}

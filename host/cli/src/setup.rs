@@ -1,0 +1,167 @@
+//! Global options and turning them into a loaded runtime: workspace, config, compile cache,
+//! embedded default tools, `--tools` directories and tools named in the config.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolhost::{Event, Runtime, ToolSource};
+use toolhost_policy::Config;
+
+/// Options every command takes.
+#[derive(Args, Debug, Clone)]
+pub struct GlobalArgs {
+    /// Config file (default: ./toolhost.toml if present).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The workspace: the directory tools are granted by default (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Load every *.wasm in DIR as a tool (repeatable).
+    #[arg(long = "tools", global = true, value_name = "DIR")]
+    pub tools: Vec<PathBuf>,
+    /// Do not load the embedded default tools.
+    #[arg(long, global = true)]
+    pub no_default_tools: bool,
+    /// More logging on stderr (-v, -vv).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+pub fn init_tracing(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| level.into());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+}
+
+/// The loaded runtime plus what failed to load (each already reported on stderr).
+pub struct Loaded {
+    pub runtime: Runtime,
+    pub load_errors: Vec<String>,
+}
+
+/// The config named by `--config`, or `./toolhost.toml` if it exists, or none.
+pub fn load_config(args: &GlobalArgs) -> Result<Config> {
+    let path = match &args.config {
+        Some(p) => p.clone(),
+        None => {
+            let default = PathBuf::from("toolhost.toml");
+            if !default.is_file() {
+                return Ok(Config::default());
+            }
+            default
+        }
+    };
+    Config::load(&path).map_err(anyhow::Error::from)
+}
+
+/// The compile cache: `$TOOLHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/toolhost`, else
+/// `~/.cache/toolhost`.
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("TOOLHOST_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("toolhost"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("toolhost"))
+}
+
+/// Build the runtime and load every tool. One tool failing to load never stops the others.
+pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
+    let config = load_config(args)?;
+    let workspace = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let mut builder = Runtime::builder()
+        .workspace(&workspace)
+        .config(config.clone())
+        .env(std::env::vars())
+        .events(event_printer(verbose_events));
+    if let Some(dir) = cache_dir() {
+        builder = builder.cache_dir(dir);
+    }
+    let mut runtime = builder.build()?;
+    let mut load_errors = Vec::new();
+    let mut report = |e: toolhost::Error| {
+        eprintln!("warning: {e}");
+        load_errors.push(e.to_string());
+    };
+
+    // Config tools with a path replace an embedded tool of the same name on purpose.
+    let replaced = |name: &str| config.tools.get(name).is_some_and(|t| t.path.is_some());
+    if !args.no_default_tools {
+        for (name, bytes) in toolhost_default_tools::TOOLS {
+            if !replaced(name) {
+                if let Err(e) = runtime.load(ToolSource::embedded(name, bytes)).await {
+                    report(e);
+                }
+            }
+        }
+    }
+    for dir in &args.tools {
+        for file in wasm_files(dir)? {
+            match ToolSource::file(&file) {
+                Ok(source) => {
+                    if let Err(e) = runtime.load(source).await {
+                        report(e);
+                    }
+                }
+                Err(e) => report(e),
+            }
+        }
+    }
+    for (name, tool) in &config.tools {
+        let Some(path) = &tool.path else { continue };
+        let source = match ToolSource::file(path.get_ref()) {
+            Ok(s) => s,
+            Err(e) => {
+                report(e);
+                continue;
+            }
+        };
+        match runtime.load(source).await {
+            Ok(loaded) if loaded != *name => {
+                eprintln!("warning: {}: [tools.{name}] loads a tool named {loaded}", path.get_ref().display());
+            }
+            Ok(_) => {}
+            Err(e) => report(e),
+        }
+    }
+    Ok(Loaded { runtime, load_errors })
+}
+
+fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("--tools {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Progress lines (and, with -v, start/finish lines) on stderr. Never on stdout: that is data.
+fn event_printer(verbose: bool) -> toolhost::EventSink {
+    let tty = std::io::stderr().is_terminal();
+    Arc::new(move |event| match event {
+        Event::Progress { tool, message, .. } => {
+            if tty {
+                eprintln!("\x1b[2m{tool}: {message}\x1b[0m");
+            } else {
+                eprintln!("{tool}: {message}");
+            }
+        }
+        Event::Start { id, tool } if verbose => eprintln!("start {tool} ({id})"),
+        Event::Finish { id, tool, outcome, duration_ms } if verbose => {
+            eprintln!("finish {tool} ({id}): {outcome} in {:.1} ms", duration_ms.as_secs_f64() * 1000.0)
+        }
+        _ => {}
+    })
+}

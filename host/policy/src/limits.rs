@@ -1,0 +1,41 @@
+//! Per-tool resource limits. Every limit has a finite default: nothing is unlimited unless the
+//! operator says so.
+
+use serde::Serialize;
+
+/// The limits one call runs under.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// Wall-clock time for one export call (epoch deadline plus a host timer). Default 30 s.
+    pub timeout_ms: u64,
+    /// Linear memory, summed over every memory of the instance. Default 256 MiB.
+    pub memory_mib: u64,
+    /// Optional instruction budget (wasmtime fuel). Default none.
+    pub fuel: Option<u64>,
+    /// Text of one tool_result beyond which the text is cut and the whole saved. Default 50,000.
+    pub max_result_chars: usize,
+    /// Bytes kept of a tool's stdout and of its stderr, each. Default 64 KiB.
+    pub max_stdio_bytes: usize,
+    /// Size of the input JSON. Default 1 MiB.
+    pub max_input_bytes: usize,
+    /// Bytes a tool may return in one result (all blocks). Default 16 MiB: beyond it the call is
+    /// an `output_limit` error rather than a host that swallows whatever a tool emits.
+    pub max_output_bytes: usize,
+    /// Calls that may run at once in one concurrency-safe batch. Default 10.
+    pub max_concurrency: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout_ms: 30_000,
+            memory_mib: 256,
+            fuel: None,
+            max_result_chars: 50_000,
+            max_stdio_bytes: 64 * 1024,
+            max_input_bytes: 1024 * 1024,
+            max_output_bytes: 16 * 1024 * 1024,
+            max_concurrency: 10,
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! Host bindings for the `toolhost:tool@0.1.0` world. Generated code stays private; the rest
+//! of the crate uses the names re-exported here.
+
+mod gen_ {
+    wasmtime::component::bindgen!({
+        path: "../../wit/tool@0.1.0",
+        world: "plugin",
+        // Exports run as futures on tokio so that many calls share few threads and a spinning
+        // guest yields at every epoch tick instead of holding a worker.
+        exports: { default: async },
+        // `host.progress` and `host.context-get` are quick, cannot fail and never block, so
+        // they stay plain synchronous functions.
+    });
+}
+
+pub(crate) use gen_::toolhost::tool::host::Host as HostImports;
+pub(crate) use gen_::toolhost::tool::types::{
+    Capability as WitCapability, ContentBlock as WitContentBlock, ContextUpdate, Host as TypesHost,
+    ToolError as WitToolError, ToolOutput, ToolSchema,
+};
+pub(crate) use gen_::{Plugin, PluginPre};
+
+/// The export names a component must have to be a tool of this world.
+pub(crate) const TOOL_INTERFACE: &str = "toolhost:tool/tool@0.1.0";

@@ -1,0 +1,51 @@
+//! A grant becomes a WASI context, per call. Every sandbox knob is set explicitly: no inherited
+//! stdio, environment or network; preopens only for granted directories.
+
+use crate::capture::CapturePipe;
+use std::collections::BTreeMap;
+use std::path::Path;
+use toolhost_policy::EffectiveGrant;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+
+/// Build the WASI context of one call. `grant: None` is the capability-free context used for
+/// `schema`, `is-concurrency-safe` and `validate`.
+pub(crate) fn wasi_ctx(
+    grant: Option<&EffectiveGrant>,
+    workspace: &Path,
+    env: &BTreeMap<String, String>,
+    stdout: &CapturePipe,
+    stderr: &CapturePipe,
+) -> Result<WasiCtx, String> {
+    let mut b = WasiCtxBuilder::new();
+    b.stdout(stdout.clone())
+        .stderr(stderr.clone())
+        .allow_tcp(false)
+        .allow_udp(false)
+        .allow_ip_name_lookup(false)
+        .socket_addr_check(|_, _| Box::pin(async { false }))
+        // Bounds one `get-random-bytes` call; the guest controls the size it asks for.
+        .max_random_size(1 << 20);
+    if let Some(grant) = grant {
+        for dir in &grant.dirs {
+            let perms = if dir.writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+            let host = dir.path.as_path();
+            let guest = host.to_str().ok_or_else(|| format!("granted path {} is not UTF-8", host.display()))?;
+            b.preopened_dir(host, guest, perms)
+                .map_err(|e| format!("cannot open granted directory {}: {e}", host.display()))?;
+            if host == workspace {
+                b.preopened_dir(host, ".", perms)
+                    .map_err(|e| format!("cannot open the workspace {}: {e}", host.display()))?;
+            }
+        }
+        for name in &grant.env {
+            if name == "*" {
+                for (k, v) in env {
+                    b.env(k, v);
+                }
+            } else if let Some(v) = env.get(name) {
+                b.env(name, v);
+            }
+        }
+    }
+    Ok(b.build())
+}

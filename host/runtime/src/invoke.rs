@@ -1,0 +1,102 @@
+//! One guest export on a fresh `Store`: build the WASI context from the grant, set the memory
+//! limiter, fuel and the epoch deadline, instantiate from the cached `InstancePre`, call, and
+//! classify whatever went wrong. Nothing of a store survives the call.
+
+use crate::bindings::{PluginPre, ToolOutput, ToolSchema, WitToolError};
+use crate::capabilities::wasi_ctx;
+use crate::capture::CapturePipe;
+use crate::engine::ToolEngine;
+use crate::outcome::{Failure, OutcomeKind, classify};
+use crate::state::{CallEnv, HostState, Interrupt};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use toolhost_policy::{EffectiveGrant, Limits};
+use wasmtime::{Store, UpdateDeadline};
+
+/// Which export to call.
+pub(crate) enum Export<'a> {
+    Schema,
+    IsConcurrencySafe(&'a str),
+    Validate(&'a str),
+    Call(&'a str),
+}
+
+/// What the export returned.
+pub(crate) enum Returned {
+    Schema(ToolSchema),
+    IsConcurrencySafe(bool),
+    Validate(Result<(), String>),
+    Call(Result<ToolOutput, WitToolError>),
+}
+
+/// Everything one invocation needs besides the export.
+pub(crate) struct InvokeCtx<'a> {
+    pub engine: &'a ToolEngine,
+    pub pre: &'a PluginPre<HostState>,
+    pub tool: &'a str,
+    pub limits: &'a Limits,
+    pub workspace: &'a Path,
+    pub env_vars: &'a BTreeMap<String, String>,
+    pub call_env: CallEnv,
+    /// `None`: no capabilities at all (schema, is-concurrency-safe, validate).
+    pub grant: Option<&'a EffectiveGrant>,
+}
+
+pub(crate) struct Invocation {
+    pub result: Result<Returned, Failure>,
+    pub stdout: CapturePipe,
+    pub stderr: CapturePipe,
+}
+
+pub(crate) async fn invoke(cx: InvokeCtx<'_>, export: Export<'_>) -> Invocation {
+    let stdout = CapturePipe::new(cx.limits.max_stdio_bytes);
+    let stderr = CapturePipe::new(cx.limits.max_stdio_bytes);
+    let result = run(&cx, export, &stdout, &stderr).await;
+    Invocation { result, stdout, stderr }
+}
+
+async fn run(cx: &InvokeCtx<'_>, export: Export<'_>, stdout: &CapturePipe, stderr: &CapturePipe) -> Result<Returned, Failure> {
+    let wasi = wasi_ctx(cx.grant, cx.workspace, cx.env_vars, stdout, stderr)
+        .map_err(|m| Failure::new(OutcomeKind::HostError, m))?;
+    let max_memory = usize::try_from(cx.limits.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+    let state = HostState::new(wasi, cx.call_env.clone(), max_memory, stdout.clone(), stderr.clone());
+    let mut store = Store::new(&cx.engine.engine, state);
+    store.limiter(|s| &mut s.limiter);
+    if cx.engine.fuel {
+        store
+            .set_fuel(cx.limits.fuel.unwrap_or(u64::MAX))
+            .map_err(|e| Failure::new(OutcomeKind::HostError, format!("fuel: {e}")))?;
+    }
+    let timeout = Duration::from_millis(cx.limits.timeout_ms);
+    let deadline = Instant::now() + timeout;
+    // Every tick: past the deadline, stop the guest; otherwise yield so other calls run.
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |mut ctx| {
+        if Instant::now() >= deadline {
+            ctx.data_mut().interrupt = Some(Interrupt::Timeout);
+            return Ok(UpdateDeadline::Interrupt);
+        }
+        Ok(UpdateDeadline::Yield(1))
+    });
+
+    let call = async {
+        let plugin = cx.pre.instantiate_async(&mut store).await?;
+        let tool = plugin.toolhost_tool_tool();
+        wasmtime::Result::Ok(match export {
+            Export::Schema => Returned::Schema(tool.call_schema(&mut store).await?),
+            Export::IsConcurrencySafe(input) => {
+                Returned::IsConcurrencySafe(tool.call_is_concurrency_safe(&mut store, input).await?)
+            }
+            Export::Validate(input) => Returned::Validate(tool.call_validate(&mut store, input).await?),
+            Export::Call(input) => Returned::Call(tool.call_call(&mut store, input).await?),
+        })
+    };
+    // The epoch deadline stops running guest code; this timer also covers a guest parked in
+    // a host call (a WASI sleep, a blocked read), where no epoch check happens.
+    match tokio::time::timeout(timeout, call).await {
+        Err(_) => Err(Failure::timeout(cx.tool, cx.limits)),
+        Ok(Ok(returned)) => Ok(returned),
+        Ok(Err(err)) => Err(classify(&err, store.data(), cx.tool, cx.limits)),
+    }
+}

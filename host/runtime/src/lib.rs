@@ -1,0 +1,68 @@
+//! # toolhost
+//!
+//! Runs AI-agent tools as sandboxed WebAssembly components. A model proposes a `tool_use`; the
+//! runtime finds the tool, checks the input against the tool's JSON Schema, runs the tool's own
+//! `validate` (with no capabilities), calls it on a fresh wasmtime `Store` holding only what the
+//! operator granted, bounds its time, memory and output, and always answers with exactly one
+//! Messages-API `tool_result` — whatever the tool did.
+//!
+//! ## Example
+//!
+//! ```no_run
+//! # async fn demo(wasm: Vec<u8>) -> Result<(), toolhost::Error> {
+//! use toolhost::{Runtime, Session, ToolSource, ToolUse};
+//!
+//! let mut runtime = Runtime::builder().workspace("/path/to/repo").build()?;
+//! runtime.load(ToolSource::bytes("my_tool.wasm", wasm)).await?;
+//! let session = Session::new();
+//! let result = runtime
+//!     .call(&session, &ToolUse::new("toolu_1", "Read", serde_json::json!({"file_path": "README.md"})))
+//!     .await;
+//! println!("{}", serde_json::to_string(&result).unwrap());
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+mod bindings;
+mod cache;
+mod capabilities;
+mod capture;
+mod engine;
+mod error;
+mod event;
+mod invoke;
+mod loader;
+mod outcome;
+mod pipeline;
+mod result;
+mod runtime;
+mod session;
+mod state;
+
+pub use engine::{EngineOptions, ToolEngine};
+pub use error::{Error, Result};
+pub use event::{Event, EventSink};
+pub use loader::{Inspection, Origin, ToolInfo, ToolSource, inspect};
+pub use outcome::OutcomeKind;
+pub use result::{ContentBlock, ImageSource, ToolResult};
+pub use runtime::{LoadedTool, Runtime, RuntimeBuilder};
+pub use session::{Session, WORKSPACE_KEY};
+pub use toolhost_policy as policy;
+
+/// One `tool_use` block from the model: `{"type":"tool_use","id","name","input"}`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ToolUse {
+    /// The id its `tool_result` must carry.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The input object.
+    pub input: serde_json::Value,
+}
+
+impl ToolUse {
+    /// A tool_use block.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: serde_json::Value) -> Self {
+        ToolUse { id: id.into(), name: name.into(), input }
+    }
+}

@@ -1,0 +1,241 @@
+//! Turning bytes into a loaded tool: recognise what the bytes are (with a precise message when
+//! they are not a component of our world), compile through the cache, link once into an
+//! `InstancePre`, and read the tool's schema with no capabilities.
+
+use crate::bindings::{PluginPre, TOOL_INTERFACE, ToolSchema, WitCapability};
+use crate::cache;
+use crate::engine::ToolEngine;
+use crate::error::{Error, Result};
+use crate::invoke::{Export, InvokeCtx, Returned, invoke};
+use crate::state::{CallEnv, HostState};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolhost_policy::{Capability, Limits};
+use wasmtime::component::Component;
+
+/// Where a tool came from; used in every message about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Origin {
+    /// Built into the binary.
+    Embedded(String),
+    /// A `.wasm` file.
+    File(PathBuf),
+    /// Bytes handed over by an embedding program, with its label.
+    Bytes(String),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Embedded(name) => write!(f, "embedded tool {name}"),
+            Origin::File(p) => write!(f, "{}", p.display()),
+            Origin::Bytes(label) => f.write_str(label),
+        }
+    }
+}
+
+/// A component to load.
+#[derive(Debug, Clone)]
+pub struct ToolSource {
+    /// Where it came from.
+    pub origin: Origin,
+    /// The component bytes.
+    pub bytes: Arc<[u8]>,
+    /// If set, the bytes' sha256 (hex) must match or the tool is refused.
+    pub expected_sha256: Option<String>,
+}
+
+impl ToolSource {
+    /// Read a `.wasm` file.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Load`] naming the file if it cannot be read.
+    pub fn file(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| Error::Load { origin: path.display().to_string(), message: format!("cannot read: {e}") })?;
+        Ok(ToolSource { origin: Origin::File(path.to_path_buf()), bytes: bytes.into(), expected_sha256: None })
+    }
+
+    /// A tool embedded in the binary.
+    pub fn embedded(name: &str, bytes: &'static [u8]) -> Self {
+        ToolSource { origin: Origin::Embedded(name.to_string()), bytes: Arc::from(bytes), expected_sha256: None }
+    }
+
+    /// Bytes from elsewhere, with a label for messages.
+    pub fn bytes(label: impl Into<String>, bytes: impl Into<Arc<[u8]>>) -> Self {
+        ToolSource { origin: Origin::Bytes(label.into()), bytes: bytes.into(), expected_sha256: None }
+    }
+
+    /// Require the bytes to have this sha256 (hex, any case).
+    pub fn with_sha256(mut self, sha256: impl Into<String>) -> Self {
+        self.expected_sha256 = Some(sha256.into());
+        self
+    }
+
+    fn err(&self, message: impl Into<String>) -> Error {
+        Error::Load { origin: self.origin.to_string(), message: message.into() }
+    }
+}
+
+/// What a tool says about itself (its `schema` export), checked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolInfo {
+    /// The name models call it by.
+    pub name: String,
+    /// Its description for the model.
+    pub description: String,
+    /// Its input JSON Schema.
+    pub input_schema: serde_json::Value,
+    /// JSON pointer to the value permission rules match.
+    pub permission_subject: Option<String>,
+    /// Whether it never mutates anything.
+    pub read_only: bool,
+    /// Its capability ceiling.
+    pub capabilities: Vec<Capability>,
+}
+
+/// A compiled, linked component.
+pub(crate) struct Compiled {
+    pub component: Component,
+    pub pre: PluginPre<HostState>,
+    pub sha256: String,
+}
+
+const WASM_MAGIC: &[u8; 4] = b"\0asm";
+const CORE_MODULE_VERSION: [u8; 4] = [1, 0, 0, 0];
+
+/// Check, compile and link `source`.
+pub(crate) async fn compile(engine: &ToolEngine, source: &ToolSource, cache_dir: Option<&Path>) -> Result<Compiled> {
+    let bytes = &source.bytes;
+    if bytes.len() < 8 || &bytes[..4] != WASM_MAGIC {
+        return Err(source.err("not a WebAssembly file (it does not start with the `\\0asm` magic bytes)"));
+    }
+    if bytes[4..8] == CORE_MODULE_VERSION {
+        return Err(source.err(
+            "a core WebAssembly module, not a component: build the tool for `wasm32-wasip2` \
+             (or wrap the module with `wasm-tools component new`)",
+        ));
+    }
+    let sha256 = cache::sha256_hex(bytes);
+    if let Some(want) = &source.expected_sha256 {
+        if !want.eq_ignore_ascii_case(&sha256) {
+            return Err(source.err(format!("sha256 mismatch: expected {want}, the file has {sha256}; refusing to load it")));
+        }
+    }
+    // Compiling takes from milliseconds to seconds (interpreters); keep it off the executor.
+    let (eng, b, s, dir) = (engine.engine.clone(), bytes.clone(), sha256.clone(), cache_dir.map(Path::to_path_buf));
+    let component = tokio::task::spawn_blocking(move || cache::compile(&eng, &b, &s, dir.as_deref()))
+        .await
+        .map_err(|e| source.err(format!("compilation task failed: {e}")))?
+        .map_err(|e| source.err(format!("invalid component: {e:#}")))?;
+    let instance_pre = engine.linker.instantiate_pre(&component).map_err(|e| {
+        source.err(format!("cannot link: {e:#} (a tool may import only `toolhost:tool/host` and WASI 0.2)"))
+    })?;
+    let pre = PluginPre::new(instance_pre).map_err(|e| {
+        source.err(format!(
+            "not a toolhost tool: it does not implement the world `toolhost:tool/plugin@0.1.0` \
+             (it must export `{TOOL_INTERFACE}` with schema, is-concurrency-safe, validate and call): {e:#}"
+        ))
+    })?;
+    Ok(Compiled { component, pre, sha256 })
+}
+
+/// Call `schema` with no capabilities and check what it says.
+pub(crate) async fn read_schema(
+    engine: &ToolEngine,
+    compiled: &Compiled,
+    source: &ToolSource,
+    workspace: &Path,
+) -> Result<(ToolInfo, jsonschema::Validator)> {
+    let limits = Limits::default();
+    let empty = BTreeMap::new();
+    let cx = InvokeCtx {
+        engine,
+        pre: &compiled.pre,
+        tool: &source.origin.to_string(),
+        limits: &limits,
+        workspace,
+        env_vars: &empty,
+        call_env: CallEnv { context: Arc::default(), workspace_json: Arc::from("null"), progress: None },
+        grant: None,
+    };
+    let schema = match invoke(cx, Export::Schema).await.result {
+        Ok(Returned::Schema(s)) => s,
+        Ok(_) => unreachable!("schema export returns a schema"),
+        Err(f) => return Err(source.err(format!("its `schema` export failed ({}): {}", f.kind, f.message))),
+    };
+    check_schema(schema).map_err(|m| source.err(m))
+}
+
+fn check_schema(s: ToolSchema) -> std::result::Result<(ToolInfo, jsonschema::Validator), String> {
+    let valid_name = !s.name.is_empty()
+        && s.name.len() <= 64
+        && s.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !valid_name {
+        return Err(format!("tool name {:?} is invalid: use 1-64 characters from [A-Za-z0-9_-]", s.name));
+    }
+    let input_schema: serde_json::Value = serde_json::from_str(&s.input_schema)
+        .map_err(|e| format!("tool {}: its input schema is not JSON: {e}", s.name))?;
+    if !input_schema.is_object() {
+        return Err(format!("tool {}: its input schema must be a JSON object", s.name));
+    }
+    let validator = jsonschema::validator_for(&input_schema)
+        .map_err(|e| format!("tool {}: its input schema is not a valid JSON Schema: {e}", s.name))?;
+    if let Some(p) = &s.permission_subject {
+        if !(p.is_empty() || p.starts_with('/')) {
+            return Err(format!("tool {}: permission-subject {p:?} is not a JSON pointer (it must start with `/`)", s.name));
+        }
+    }
+    let capabilities = s
+        .capabilities
+        .into_iter()
+        .map(|c| match c {
+            WitCapability::FsRead(p) => Capability::FsRead(p),
+            WitCapability::FsWrite(p) => Capability::FsWrite(p),
+            WitCapability::Net(h) => Capability::Net(h),
+            WitCapability::Env(n) => Capability::Env(n),
+        })
+        .collect();
+    let info = ToolInfo {
+        name: s.name,
+        description: s.description,
+        input_schema,
+        permission_subject: s.permission_subject,
+        read_only: s.read_only,
+        capabilities,
+    };
+    Ok((info, validator))
+}
+
+/// What `toolhost inspect` shows about a component.
+#[derive(Debug, Clone, Serialize)]
+pub struct Inspection {
+    /// The tool's schema.
+    pub info: ToolInfo,
+    /// The component's imports (WIT interface names).
+    pub imports: Vec<String>,
+    /// The component's exports.
+    pub exports: Vec<String>,
+    /// Size in bytes.
+    pub size: usize,
+    /// Hex sha256 of the bytes.
+    pub sha256: String,
+}
+
+/// Load a component far enough to describe it, without registering it anywhere.
+///
+/// # Errors
+///
+/// [`Error::Load`] with the same messages as loading the tool.
+pub async fn inspect(engine: &ToolEngine, source: &ToolSource, cache_dir: Option<&Path>) -> Result<Inspection> {
+    let compiled = compile(engine, source, cache_dir).await?;
+    let (info, _) = read_schema(engine, &compiled, source, Path::new("/")).await?;
+    let ty = compiled.component.component_type();
+    let imports = ty.imports(&engine.engine).map(|(name, _)| name.to_string()).collect();
+    let exports = ty.exports(&engine.engine).map(|(name, _)| name.to_string()).collect();
+    Ok(Inspection { info, imports, exports, size: source.bytes.len(), sha256: compiled.sha256 })
+}

@@ -1,0 +1,187 @@
+//! Every way a call can end, and the one place where a guest's failure (a `wasmtime::Error`
+//! from instantiating or calling it) is classified: timeout, memory limit, fuel, stack
+//! overflow, panic (message from stderr), other traps (with their code), host errors.
+
+use crate::state::{HostState, Interrupt};
+use serde::Serialize;
+use toolhost_policy::Limits;
+use wasmtime::Trap;
+
+/// How a call ended. Serialised in snake_case for events (`"timeout"`, `"panic"`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OutcomeKind {
+    /// The tool returned a result.
+    Success,
+    /// No tool has that name.
+    UnknownTool,
+    /// The input broke the tool's JSON Schema (or was too large).
+    SchemaError,
+    /// The tool's `validate` refused the input.
+    ValidateError,
+    /// The tool returned `tool-error.invalid-input`.
+    InvalidInput,
+    /// The tool returned `tool-error.denied`, or the sandbox refused it something.
+    Denied,
+    /// The tool returned `tool-error.failed`.
+    Failed,
+    /// The call ran past its time limit.
+    Timeout,
+    /// The call needed more memory than its limit.
+    MemoryLimit,
+    /// The call used up its fuel.
+    OutOfFuel,
+    /// The guest overflowed its stack.
+    StackOverflow,
+    /// The guest panicked (message taken from its stderr).
+    Panic,
+    /// Any other trap (unreachable, out-of-bounds access, …).
+    Trap,
+    /// The tool returned more than `max_output_bytes`.
+    OutputLimit,
+    /// Something failed on the host's side.
+    HostError,
+    /// The call was cancelled before or while it ran.
+    Interrupted,
+}
+
+impl OutcomeKind {
+    /// The snake_case name, as in events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Success => "success",
+            OutcomeKind::UnknownTool => "unknown_tool",
+            OutcomeKind::SchemaError => "schema_error",
+            OutcomeKind::ValidateError => "validate_error",
+            OutcomeKind::InvalidInput => "invalid_input",
+            OutcomeKind::Denied => "denied",
+            OutcomeKind::Failed => "failed",
+            OutcomeKind::Timeout => "timeout",
+            OutcomeKind::MemoryLimit => "memory_limit",
+            OutcomeKind::OutOfFuel => "out_of_fuel",
+            OutcomeKind::StackOverflow => "stack_overflow",
+            OutcomeKind::Panic => "panic",
+            OutcomeKind::Trap => "trap",
+            OutcomeKind::OutputLimit => "output_limit",
+            OutcomeKind::HostError => "host_error",
+            OutcomeKind::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl std::fmt::Display for OutcomeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A classified failure: its kind and the message the model will read.
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
+    pub kind: OutcomeKind,
+    pub message: String,
+}
+
+impl Failure {
+    pub(crate) fn new(kind: OutcomeKind, message: impl Into<String>) -> Self {
+        Failure { kind, message: message.into() }
+    }
+
+    pub(crate) fn timeout(tool: &str, limits: &Limits) -> Self {
+        Failure::new(
+            OutcomeKind::Timeout,
+            format!("Tool {tool} timed out after {} ms (limit timeout_ms = {}).", limits.timeout_ms, limits.timeout_ms),
+        )
+    }
+}
+
+/// Longest stderr tail quoted in an error result.
+const STDERR_TAIL_CHARS: usize = 2000;
+
+/// Classify the error a guest export (or its instantiation) ended with.
+pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, tool: &str, limits: &Limits) -> Failure {
+    let (stderr, _) = state.stderr.contents();
+    if let Some(interrupt) = state.interrupt {
+        return match interrupt {
+            Interrupt::Timeout => Failure::timeout(tool, limits),
+            Interrupt::Cancelled => Failure::new(OutcomeKind::Interrupted, "Interrupted by user"),
+        };
+    }
+    if state.limiter.hit {
+        return Failure::new(
+            OutcomeKind::MemoryLimit,
+            format!("Tool {tool} ran out of memory: it needed more than its limit of {} MiB (memory_mib).", limits.memory_mib),
+        );
+    }
+    if let Some(trap) = err.downcast_ref::<Trap>() {
+        return match trap {
+            Trap::Interrupt => Failure::timeout(tool, limits),
+            Trap::OutOfFuel => Failure::new(
+                OutcomeKind::OutOfFuel,
+                format!("Tool {tool} ran out of fuel (limit fuel = {}).", limits.fuel.unwrap_or(0)),
+            ),
+            Trap::StackOverflow => Failure::new(
+                OutcomeKind::StackOverflow,
+                format!("Tool {tool} overflowed its stack (unbounded recursion?).{}", tail_note(&stderr)),
+            ),
+            other => match panic_message(&stderr) {
+                Some(msg) => Failure::new(OutcomeKind::Panic, format!("Tool {tool} panicked: {msg}")),
+                None => Failure::new(
+                    OutcomeKind::Trap,
+                    format!("Tool {tool} trapped: {other}.{}", tail_note(&stderr)),
+                ),
+            },
+        };
+    }
+    if let Some(exit) = err.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        return Failure::new(
+            OutcomeKind::Trap,
+            format!("Tool {tool} exited with status {} instead of returning.{}", exit.0, tail_note(&stderr)),
+        );
+    }
+    Failure::new(OutcomeKind::HostError, format!("Tool {tool} failed in the host: {err:#}{}", tail_note(&stderr)))
+}
+
+/// The message of a Rust panic as printed by std's panic hook:
+/// `thread '…' panicked at FILE:LINE:COL:\nMESSAGE\nnote: …`.
+pub(crate) fn panic_message(stderr: &str) -> Option<String> {
+    let start = stderr.rfind("panicked at ")?;
+    let rest = &stderr[start + "panicked at ".len()..];
+    let (location, after) = match rest.find(":\n") {
+        Some(i) => (&rest[..i], &rest[i + 2..]),
+        // Older format: `panicked at 'MESSAGE', FILE:LINE:COL`.
+        None => return Some(rest.lines().next().unwrap_or("").trim().to_string()),
+    };
+    let message: Vec<&str> = after.lines().take_while(|l| !l.starts_with("note: ")).collect();
+    let message = message.join("\n").trim().to_string();
+    Some(if message.is_empty() { format!("(no message) at {location}") } else { format!("{message} (at {location})") })
+}
+
+fn tail_note(stderr: &str) -> String {
+    let stderr = stderr.trim();
+    if stderr.is_empty() {
+        return String::new();
+    }
+    let chars = stderr.chars().count();
+    let tail: String = if chars > STDERR_TAIL_CHARS {
+        stderr.chars().skip(chars - STDERR_TAIL_CHARS).collect()
+    } else {
+        stderr.to_string()
+    };
+    format!("\nstderr:\n{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_messages() {
+        let s = "thread '<unnamed>' panicked at src/lib.rs:10:5:\nboom: on purpose\nnote: run with `RUST_BACKTRACE=1`\n";
+        assert_eq!(panic_message(s).unwrap(), "boom: on purpose (at src/lib.rs:10:5)");
+        let multi = "x\nthread 'main' panicked at a.rs:1:1:\nline one\nline two\n";
+        assert_eq!(panic_message(multi).unwrap(), "line one\nline two (at a.rs:1:1)");
+        assert!(panic_message("Traceback (most recent call last)").is_none());
+    }
+}

@@ -1,0 +1,252 @@
+//! The runtime: an engine, a workspace, the operator's policy, and the registry of loaded
+//! tools (name → compiled `InstancePre`, compiled schema, effective grant, limits).
+
+use crate::bindings::PluginPre;
+use crate::engine::{EngineOptions, ToolEngine};
+use crate::error::{Error, Result};
+use crate::event::EventSink;
+use crate::loader::{self, Origin, ToolInfo, ToolSource};
+use crate::state::HostState;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolhost_policy::{Config, EffectiveGrant, Grant, Limits, effective_grant};
+
+/// A tool ready to be called.
+pub struct LoadedTool {
+    /// Its schema.
+    pub info: ToolInfo,
+    /// Where it came from.
+    pub origin: Origin,
+    /// Hex sha256 of its bytes.
+    pub sha256: String,
+    /// Size of its bytes.
+    pub size: usize,
+    /// The operator's grant for it (before intersection with the ceiling).
+    pub grant: Grant,
+    /// What it actually gets: ceiling ∩ grant.
+    pub effective: EffectiveGrant,
+    /// Its limits.
+    pub limits: Limits,
+    pub(crate) validator: jsonschema::Validator,
+    pub(crate) pre: PluginPre<HostState>,
+}
+
+impl std::fmt::Debug for LoadedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedTool").field("name", &self.info.name).field("origin", &self.origin).finish()
+    }
+}
+
+/// Builds a [`Runtime`]. Defaults: workspace `.`, no config (built-in limits), every tool
+/// granted read-write access to the workspace (intersected with its ceiling), no environment
+/// variables, no compile cache, results saved under `WORKSPACE/.toolhost/results`.
+#[derive(Default)]
+pub struct RuntimeBuilder {
+    engine: Option<ToolEngine>,
+    workspace: Option<PathBuf>,
+    config: Config,
+    default_grant: Option<Grant>,
+    env: BTreeMap<String, String>,
+    cache_dir: Option<PathBuf>,
+    results_dir: Option<PathBuf>,
+    events: Option<EventSink>,
+}
+
+impl RuntimeBuilder {
+    /// Share an existing engine (one per process is best). Without one, `build` makes one
+    /// sized for the config's limits.
+    pub fn engine(mut self, engine: ToolEngine) -> Self {
+        self.engine = Some(engine);
+        self
+    }
+    /// The workspace directory (must exist).
+    pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.workspace = Some(dir.into());
+        self
+    }
+    /// The operator's config: limits and per-tool grants.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+    /// The grant of tools the config says nothing about.
+    pub fn default_grant(mut self, grant: Grant) -> Self {
+        self.default_grant = Some(grant);
+        self
+    }
+    /// The environment variables a grant's `env` names are looked up in. The library never
+    /// reads the process environment itself.
+    pub fn env(mut self, env: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.env = env.into_iter().collect();
+        self
+    }
+    /// Cache compiled components in this directory.
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+    /// Where the full text of cut results is saved.
+    pub fn results_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.results_dir = Some(dir.into());
+        self
+    }
+    /// Receive start, progress and finish events.
+    pub fn events(mut self, sink: EventSink) -> Self {
+        self.events = Some(sink);
+        self
+    }
+
+    /// Build the runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Workspace`] if the workspace does not exist; [`Error::Engine`] if the engine
+    /// cannot be built.
+    pub fn build(self) -> Result<Runtime> {
+        let ws = self.workspace.unwrap_or_else(|| PathBuf::from("."));
+        let workspace = ws
+            .canonicalize()
+            .map_err(|e| Error::Workspace { path: ws.clone(), message: e.to_string() })?;
+        if !workspace.is_dir() {
+            return Err(Error::Workspace { path: ws, message: "not a directory".into() });
+        }
+        let engine = match self.engine {
+            Some(e) => e,
+            None => {
+                let max_memory = self
+                    .config
+                    .tools
+                    .keys()
+                    .map(|t| self.config.limits_for(t).memory_mib)
+                    .chain([self.config.limits_for("").memory_mib, 4096])
+                    .max()
+                    .unwrap_or(4096);
+                let fuel = self.config.limits_for("").fuel.is_some()
+                    || self.config.tools.keys().any(|t| self.config.limits_for(t).fuel.is_some());
+                ToolEngine::new(&EngineOptions { max_memory_mib: max_memory, fuel, ..EngineOptions::default() })?
+            }
+        };
+        let workspace_json: Arc<str> =
+            Arc::from(serde_json::to_string(&workspace.display().to_string()).unwrap_or_else(|_| "null".into()));
+        let results_dir = self.results_dir.unwrap_or_else(|| workspace.join(".toolhost").join("results"));
+        Ok(Runtime {
+            engine,
+            workspace,
+            workspace_json,
+            config: self.config,
+            default_grant: self.default_grant.unwrap_or_else(Grant::workspace_read_write),
+            env: self.env,
+            cache_dir: self.cache_dir,
+            results_dir,
+            events: self.events,
+            tools: BTreeMap::new(),
+        })
+    }
+}
+
+/// Loaded tools plus everything needed to call them. Share it behind an `Arc` to call from
+/// many tasks.
+pub struct Runtime {
+    pub(crate) engine: ToolEngine,
+    pub(crate) workspace: PathBuf,
+    pub(crate) workspace_json: Arc<str>,
+    config: Config,
+    default_grant: Grant,
+    pub(crate) env: BTreeMap<String, String>,
+    cache_dir: Option<PathBuf>,
+    pub(crate) results_dir: PathBuf,
+    pub(crate) events: Option<EventSink>,
+    pub(crate) tools: BTreeMap<String, Arc<LoadedTool>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("workspace", &self.workspace).field("tools", &self.tools.keys()).finish()
+    }
+}
+
+impl Runtime {
+    /// Start building a runtime.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// The canonical workspace path.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The engine (to share with another runtime).
+    pub fn engine(&self) -> &ToolEngine {
+        &self.engine
+    }
+
+    /// Where compiled components are cached, if anywhere.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache_dir.as_deref()
+    }
+
+    /// The loaded tools, by name.
+    pub fn tools(&self) -> impl Iterator<Item = &LoadedTool> {
+        self.tools.values().map(Arc::as_ref)
+    }
+
+    /// One loaded tool.
+    pub fn tool(&self, name: &str) -> Option<&LoadedTool> {
+        self.tools.get(name).map(Arc::as_ref)
+    }
+
+    /// Load a tool and register it under the name its schema gives. Its grant is the config's
+    /// `[tools.NAME].grant`, or the default grant; its limits come from the config.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Load`] with a message naming the source for bytes that are not a tool of this
+    /// world, a failing `schema` export, a bad schema or a sha256 mismatch;
+    /// [`Error::Duplicate`] if the name is taken (the loaded tool stays).
+    pub async fn load(&mut self, source: ToolSource) -> Result<String> {
+        let compiled = loader::compile(&self.engine, &source, self.cache_dir.as_deref()).await?;
+        let (info, validator) = loader::read_schema(&self.engine, &compiled, &source, &self.workspace).await?;
+        let name = info.name.clone();
+        if let Some(existing) = self.tools.get(&name) {
+            return Err(Error::Duplicate { origin: source.origin.to_string(), name, existing: existing.origin.to_string() });
+        }
+        let tool_config = self.config.tools.get(&name);
+        if let Some(pin) = tool_config.and_then(|t| t.sha256.as_ref()) {
+            if !pin.get_ref().eq_ignore_ascii_case(&compiled.sha256) {
+                return Err(Error::Load {
+                    origin: source.origin.to_string(),
+                    message: format!(
+                        "sha256 mismatch for tool {name}: the config pins {}, the file has {}; refusing to load it",
+                        pin.get_ref(),
+                        compiled.sha256
+                    ),
+                });
+            }
+        }
+        let grant = tool_config.and_then(|t| t.grant.clone()).unwrap_or_else(|| self.default_grant.clone());
+        let mut effective = effective_grant(&info.capabilities, &grant, &self.workspace);
+        effective.dirs.retain(|d| {
+            let ok = d.path.is_dir();
+            if !ok {
+                tracing::warn!("tool {name}: granted directory {} does not exist; not granted", d.path.display());
+            }
+            ok
+        });
+        let limits = self.config.limits_for(&name);
+        let tool = LoadedTool {
+            info,
+            origin: source.origin.clone(),
+            sha256: compiled.sha256,
+            size: source.bytes.len(),
+            grant,
+            effective,
+            limits,
+            validator,
+            pre: compiled.pre,
+        };
+        self.tools.insert(name.clone(), Arc::new(tool));
+        Ok(name)
+    }
+}

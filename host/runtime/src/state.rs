@@ -1,0 +1,106 @@
+//! Per-call store data: the WASI context built from the grant, the memory limiter, captured
+//! output, and what `host.progress` / `host.context-get` need.
+
+use crate::bindings::{HostImports, TypesHost};
+use crate::capture::CapturePipe;
+use crate::event::{Event, EventSink};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Longest progress message passed on; a tool cannot flood the terminal through it.
+const MAX_PROGRESS_CHARS: usize = 4096;
+
+/// Why the epoch callback stopped a guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Interrupt {
+    Timeout,
+    Cancelled,
+}
+
+/// What the host imports of one call answer from.
+#[derive(Clone)]
+pub(crate) struct CallEnv {
+    /// The session's context map as it was when the call started.
+    pub context: Arc<BTreeMap<String, String>>,
+    /// The workspace path as JSON text, answered for [`crate::WORKSPACE_KEY`].
+    pub workspace_json: Arc<str>,
+    /// Where progress goes, with the call's id and tool name.
+    pub progress: Option<(EventSink, Arc<str>, Arc<str>)>,
+}
+
+/// Sums linear memory over every memory of the instance and refuses growth past the limit,
+/// remembering that it did so: that is how an out-of-memory trap is told apart from others.
+#[derive(Debug)]
+pub(crate) struct MemoryLimiter {
+    pub max_bytes: usize,
+    pub used: usize,
+    pub hit: bool,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        let total = self.used - current.min(self.used) + desired;
+        if total > self.max_bytes {
+            self.hit = true;
+            return Ok(false);
+        }
+        self.used = total;
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        // Tables hold references, not data; this bound only stops runaway growth.
+        Ok(desired <= 1_000_000)
+    }
+}
+
+pub(crate) struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub limiter: MemoryLimiter,
+    pub env: CallEnv,
+    pub stdout: CapturePipe,
+    pub stderr: CapturePipe,
+    pub interrupt: Option<Interrupt>,
+}
+
+impl HostState {
+    pub(crate) fn new(wasi: WasiCtx, env: CallEnv, max_memory: usize, stdout: CapturePipe, stderr: CapturePipe) -> Self {
+        HostState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter { max_bytes: max_memory, used: 0, hit: false },
+            env,
+            stdout,
+            stderr,
+            interrupt: None,
+        }
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl TypesHost for HostState {}
+
+impl HostImports for HostState {
+    fn progress(&mut self, message: String) {
+        if let Some((sink, id, tool)) = &self.env.progress {
+            let message: String = message.chars().take(MAX_PROGRESS_CHARS).collect();
+            sink(Event::Progress { id: id.to_string(), tool: tool.to_string(), message });
+        }
+    }
+
+    fn context_get(&mut self, key: String) -> Option<String> {
+        if key == crate::session::WORKSPACE_KEY {
+            return Some(self.env.workspace_json.to_string());
+        }
+        self.env.context.get(&key).cloned()
+    }
+}

@@ -1,0 +1,61 @@
+//! Shared helpers for toolhost's integration tests and benches: one engine per process, the
+//! test guests built by `build.rs`, temporary workspaces, runtimes with chosen tools.
+
+use std::path::Path;
+use std::sync::OnceLock;
+use toolhost::policy::Config;
+use toolhost::{EngineOptions, Runtime, Session, ToolEngine, ToolResult, ToolSource, ToolUse};
+
+/// Test guests from `tests/guests/`, built for wasm32-wasip2 by `build.rs`:
+/// `pub const NAME: &[u8]` per guest crate (crate `spin-forever` → `SPIN_FOREVER`), and
+/// `ALL: &[(&str, &[u8])]`.
+pub mod guests {
+    include!(concat!(env!("OUT_DIR"), "/guests.rs"));
+}
+
+/// The process-wide engine (one per process, as in production: every test shares its pool).
+pub fn engine() -> ToolEngine {
+    static ENGINE: OnceLock<ToolEngine> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| ToolEngine::new(&EngineOptions { fuel: true, ..EngineOptions::default() }).expect("engine"))
+        .clone()
+}
+
+/// A fresh temporary workspace.
+pub fn workspace() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+/// The embedded default tools as sources.
+pub fn default_tools() -> Vec<ToolSource> {
+    toolhost_default_tools::TOOLS.iter().map(|(name, bytes)| ToolSource::embedded(name, bytes)).collect()
+}
+
+/// A runtime over `ws` with `config`, loading `sources` (panics if one fails to load).
+pub async fn runtime(ws: &Path, config: Config, sources: Vec<ToolSource>) -> Runtime {
+    let mut rt = Runtime::builder().engine(engine()).workspace(ws).config(config).build().expect("runtime");
+    for s in sources {
+        let origin = s.origin.to_string();
+        rt.load(s).await.unwrap_or_else(|e| panic!("loading {origin}: {e}"));
+    }
+    rt
+}
+
+/// A runtime over `ws` with the default tools and no config.
+pub async fn default_runtime(ws: &Path) -> Runtime {
+    runtime(ws, Config::default(), default_tools()).await
+}
+
+/// Parse a config document (panics on error).
+pub fn config(toml: &str) -> Config {
+    Config::parse(toml, Path::new("test.toml")).expect("config")
+}
+
+/// One call with a fresh id.
+pub async fn call(rt: &Runtime, session: &Session, tool: &str, input: serde_json::Value) -> ToolResult {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = format!("toolu_{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let result = rt.call(session, &ToolUse::new(&id, tool, input)).await;
+    assert_eq!(result.tool_use_id, id, "a result always carries its call's id");
+    result
+}
