@@ -1,1 +1,559 @@
-//! placeholder
+//! The `toolhost` binary, run as a user would: `call`, `list`, `inspect`, sessions across
+//! invocations, config errors and tools that fail to load. Exit codes: 0 ok, 1 tool error,
+//! 2 usage or host error.
+
+use serde_json::Value;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use toolhost_tests::workspace;
+
+const DEFAULT_TOOLS: [&str; 6] = ["Edit", "Glob", "Grep", "LS", "Read", "Write"];
+
+/// The `toolhost` binary of this build, built once per test process (`cargo build` is quick
+/// when it is up to date, and makes sure the binary is not older than the sources).
+fn binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        // This test binary is TARGET/debug/deps/all-HASH; the CLI is TARGET/debug/toolhost.
+        let exe = std::env::current_exe().expect("current exe");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target profile directory");
+        let bin = profile_dir.join(format!("toolhost{}", std::env::consts::EXE_SUFFIX));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("workspace root");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "toolhost-cli"])
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .status();
+        match status {
+            Ok(s) if s.success() => {}
+            other => assert!(
+                bin.is_file(),
+                "cannot build toolhost-cli ({other:?}) and {} does not exist",
+                bin.display()
+            ),
+        }
+        assert!(
+            bin.is_file(),
+            "{} does not exist after building toolhost-cli",
+            bin.display()
+        );
+        bin
+    })
+}
+
+/// One compile cache for every test in this process: only the first run compiles the tools.
+fn cache_dir() -> &'static Path {
+    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    CACHE
+        .get_or_init(|| tempfile::tempdir().expect("cache dir"))
+        .path()
+}
+
+/// `toolhost --workspace WS ARGS…`, run in WS (so no stray `./toolhost.toml` is picked up),
+/// with `stdin` as its standard input.
+fn run_with_stdin(ws: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(binary())
+        .arg("--workspace")
+        .arg(ws)
+        .args(args)
+        .current_dir(ws)
+        .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env_remove("TOOLHOST_LOG")
+        .env_remove("TOOLHOST_MAX_CONCURRENCY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn toolhost");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().expect("wait for toolhost")
+}
+
+fn run(ws: &Path, args: &[&str]) -> Output {
+    run_with_stdin(ws, args, "")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Assert the exit code, showing both streams when it differs.
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "exit status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    );
+}
+
+fn json_out(o: &Output) -> Value {
+    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+            stdout(o),
+            stderr(o)
+        )
+    })
+}
+
+/// A workspace with `a.txt` = "hello\nworld\n".
+fn hello_workspace() -> tempfile::TempDir {
+    let ws = workspace();
+    fs::write(ws.path().join("a.txt"), "hello\nworld\n").unwrap();
+    ws
+}
+
+#[test]
+fn call_prints_the_result_text_and_exits_0() {
+    let ws = hello_workspace();
+    let o = run(ws.path(), &["call", "Read", r#"{"file_path":"a.txt"}"#]);
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "     1\thello\n     2\tworld\n");
+}
+
+#[test]
+fn call_json_prints_a_tool_result_block() {
+    let ws = hello_workspace();
+    let o = run(
+        ws.path(),
+        &[
+            "call",
+            "Read",
+            r#"{"file_path":"a.txt"}"#,
+            "--json",
+            "--id",
+            "toolu_abc",
+        ],
+    );
+    assert_exit(&o, 0);
+    let v = json_out(&o);
+    assert_eq!(v["type"], "tool_result");
+    assert_eq!(v["tool_use_id"], "toolu_abc");
+    assert_eq!(
+        v["content"],
+        serde_json::json!([{"type": "text", "text": "     1\thello\n     2\tworld"}])
+    );
+    assert!(v.get("is_error").is_none(), "no is_error on success: {v}");
+
+    // Without --id the id is still there.
+    let o = run(
+        ws.path(),
+        &["call", "Read", r#"{"file_path":"a.txt"}"#, "--json"],
+    );
+    assert_exit(&o, 0);
+    assert!(
+        json_out(&o)["tool_use_id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty())
+    );
+}
+
+#[test]
+fn a_tool_error_exits_1() {
+    let ws = hello_workspace();
+    let o = run(
+        ws.path(),
+        &["call", "Read", r#"{"file_path":"missing.txt"}"#],
+    );
+    assert_exit(&o, 1);
+    assert!(stdout(&o).contains("missing.txt"), "{}", stdout(&o));
+
+    let o = run(
+        ws.path(),
+        &["call", "Read", r#"{"file_path":"missing.txt"}"#, "--json"],
+    );
+    assert_exit(&o, 1);
+    let v = json_out(&o);
+    assert_eq!(v["type"], "tool_result");
+    assert_eq!(v["is_error"], true);
+
+    // A schema error is a tool error too (no input at all means `{}`).
+    let o = run(ws.path(), &["call", "Read"]);
+    assert_exit(&o, 1);
+    assert!(
+        stdout(&o).contains("InputValidationError"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn invalid_json_input_exits_2_with_a_message() {
+    let ws = hello_workspace();
+    let o = run(ws.path(), &["call", "Read", "{not json"]);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("not valid JSON"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "nothing on stdout: {}", stdout(&o));
+}
+
+#[test]
+fn unknown_tool_exits_1() {
+    let ws = hello_workspace();
+    let o = run(ws.path(), &["call", "Nope", "{}"]);
+    assert_exit(&o, 1);
+    assert!(
+        stdout(&o).contains("No such tool available: Nope"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn input_from_stdin() {
+    let ws = hello_workspace();
+    let o = run_with_stdin(
+        ws.path(),
+        &["call", "Read", "-"],
+        r#"{"file_path": "a.txt", "offset": 2}"#,
+    );
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "     2\tworld\n");
+}
+
+#[test]
+fn list_shows_the_default_tools() {
+    let ws = workspace();
+    let o = run(ws.path(), &["list"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    for name in DEFAULT_TOOLS {
+        let kind = if matches!(name, "Write" | "Edit") {
+            "read-write"
+        } else {
+            "read-only"
+        };
+        assert!(
+            text.contains(&format!("\n{name} ({kind}, embedded tool {name})\n")),
+            "{name}:\n{text}"
+        );
+    }
+
+    let o = run(ws.path(), &["list", "--json"]);
+    assert_exit(&o, 0);
+    let v = json_out(&o);
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, DEFAULT_TOOLS);
+    for t in v["tools"].as_array().unwrap() {
+        assert_eq!(t["input_schema"]["type"], "object", "{t}");
+        assert_eq!(t["sha256"].as_str().unwrap().len(), 64, "{t}");
+    }
+    assert_eq!(v["load_errors"], serde_json::json!([]));
+
+    let o = run(ws.path(), &["--no-default-tools", "list", "--json"]);
+    assert_exit(&o, 0);
+    assert_eq!(json_out(&o)["tools"], serde_json::json!([]));
+    let o = run(ws.path(), &["--no-default-tools", "list"]);
+    assert_exit(&o, 0);
+    for name in DEFAULT_TOOLS {
+        assert!(
+            !stdout(&o).contains(&format!("\n{name} (")),
+            "{}",
+            stdout(&o)
+        );
+    }
+    // And then no tool can be called.
+    let o = run(
+        ws.path(),
+        &[
+            "--no-default-tools",
+            "call",
+            "Read",
+            r#"{"file_path":"a.txt"}"#,
+        ],
+    );
+    assert_exit(&o, 1);
+    assert!(
+        stdout(&o).contains("No such tool available: Read"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn inspect_describes_a_component() {
+    let ws = workspace();
+    let file = ws.path().join("read.wasm");
+    let bytes = toolhost_default_tools::get("Read").expect("the Read tool");
+    fs::write(&file, bytes).unwrap();
+
+    // The sha256 `list` reports for the embedded Read (the same bytes).
+    let listed = json_out(&run(ws.path(), &["list", "--json"]));
+    let sha = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "Read")
+        .unwrap()["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let o = run(ws.path(), &["inspect", file.to_str().unwrap()]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(text.contains("name:        Read\n"), "{text}");
+    assert!(text.contains(&format!("sha256:      {sha}\n")), "{text}");
+    assert!(
+        text.contains(&format!("size:        {} bytes\n", bytes.len())),
+        "{text}"
+    );
+    assert!(text.contains("read-only:   true\n"), "{text}");
+    assert!(text.contains("subject:     /file_path\n"), "{text}");
+    assert!(text.contains("\nimports:\n"), "{text}");
+    assert!(text.contains("\n  toolhost:tool/host@0.1.0\n"), "{text}");
+    assert!(text.contains("\n  wasi:filesystem/preopens@0.2"), "{text}");
+    assert!(
+        text.contains("\nexports:\n  toolhost:tool/tool@0.1.0\n"),
+        "{text}"
+    );
+
+    let o = run(ws.path(), &["inspect", file.to_str().unwrap(), "--json"]);
+    assert_exit(&o, 0);
+    let v = json_out(&o);
+    assert_eq!(v["info"]["name"], "Read");
+    assert_eq!(v["sha256"], sha.as_str());
+    assert_eq!(v["size"], bytes.len());
+    assert!(
+        v["imports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i == "toolhost:tool/host@0.1.0"),
+        "{v}"
+    );
+}
+
+#[test]
+fn inspect_of_a_corrupt_file_exits_2_naming_it() {
+    let ws = workspace();
+    let file = ws.path().join("broken.wasm");
+    fs::write(&file, b"this is not wasm").unwrap();
+    let o = run(ws.path(), &["inspect", file.to_str().unwrap()]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains(&file.display().to_string()),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("not a WebAssembly file"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A truncated component: the right magic, then garbage.
+    let mut bytes = toolhost_default_tools::get("LS").unwrap()[..64].to_vec();
+    bytes.extend_from_slice(&[0xff; 16]);
+    fs::write(&file, bytes).unwrap();
+    let o = run(ws.path(), &["inspect", file.to_str().unwrap()]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains(&file.display().to_string()),
+        "{}",
+        stderr(&o)
+    );
+
+    let missing = ws.path().join("missing.wasm");
+    let o = run(ws.path(), &["inspect", missing.to_str().unwrap()]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains(&missing.display().to_string()),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_session_file_carries_read_state_to_a_later_edit() {
+    let ws = hello_workspace();
+    let state = workspace();
+    let session = state.path().join("session.json");
+    let session_arg = session.to_str().unwrap();
+    let edit = r#"{"file_path":"a.txt","old_string":"hello","new_string":"bye"}"#;
+
+    // Without a session, each call is fresh: Edit refuses.
+    let o = run(ws.path(), &["call", "Edit", edit]);
+    assert_exit(&o, 1);
+    assert!(
+        stdout(&o).contains("File has not been read yet"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = run(
+        ws.path(),
+        &[
+            "call",
+            "Read",
+            r#"{"file_path":"a.txt"}"#,
+            "--session",
+            session_arg,
+        ],
+    );
+    assert_exit(&o, 0);
+    let saved: Value = serde_json::from_str(&fs::read_to_string(&session).unwrap()).unwrap();
+    assert!(
+        saved
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.starts_with("read:") && k.ends_with("a.txt")),
+        "{saved}"
+    );
+
+    let o = run(ws.path(), &["call", "Edit", edit, "--session", session_arg]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).contains("has been updated successfully"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "bye\nworld\n"
+    );
+
+    // The edit's new state was saved too: a second edit works without another Read.
+    let o = run(
+        ws.path(),
+        &[
+            "call",
+            "Edit",
+            r#"{"file_path":"a.txt","old_string":"world","new_string":"earth"}"#,
+            "--session",
+            session_arg,
+        ],
+    );
+    assert_exit(&o, 0);
+    assert_eq!(
+        fs::read_to_string(ws.path().join("a.txt")).unwrap(),
+        "bye\nearth\n"
+    );
+}
+
+#[test]
+fn a_config_with_an_unknown_key_exits_2_with_its_position() {
+    let ws = hello_workspace();
+    let cfg = ws.path().join("bad.toml");
+    fs::write(&cfg, "[limits]\ntimeout_ms = 5000\nbogus_key = 1\n").unwrap();
+    let o = run(ws.path(), &["--config", cfg.to_str().unwrap(), "list"]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(err.contains(&format!("{}:3:1:", cfg.display())), "{err}");
+    assert!(err.contains("bogus_key"), "{err}");
+
+    // The same for `call`, and for ./toolhost.toml found in the current directory.
+    fs::write(
+        ws.path().join("toolhost.toml"),
+        "[tools.Read]\ngrant = { fs_reed = [] }\n",
+    )
+    .unwrap();
+    let o = run(ws.path(), &["call", "Read", r#"{"file_path":"a.txt"}"#]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(err.contains("toolhost.toml:2:"), "{err}");
+    assert!(err.contains("fs_reed"), "{err}");
+}
+
+#[test]
+fn a_corrupt_tool_in_a_tools_dir_does_not_stop_the_others() {
+    let ws = hello_workspace();
+    let tools = workspace();
+    fs::write(
+        tools.path().join("aaa-broken.wasm"),
+        b"\0asm garbage that is no component",
+    )
+    .unwrap();
+    fs::write(
+        tools.path().join("read.wasm"),
+        toolhost_default_tools::get("Read").unwrap(),
+    )
+    .unwrap();
+    fs::write(tools.path().join("notes.txt"), "not a tool, not loaded").unwrap();
+    let dir = tools.path().to_str().unwrap();
+    let broken = tools.path().join("aaa-broken.wasm").display().to_string();
+
+    let o = run(
+        ws.path(),
+        &["--no-default-tools", "--tools", dir, "list", "--json"],
+    );
+    assert_exit(&o, 0);
+    let v = json_out(&o);
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Read"]);
+    let errors = v["load_errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{v}");
+    assert!(errors[0].as_str().unwrap().contains(&broken), "{v}");
+    assert!(stderr(&o).contains(&broken), "{}", stderr(&o));
+
+    // The tool that loaded works.
+    let o = run(
+        ws.path(),
+        &[
+            "--no-default-tools",
+            "--tools",
+            dir,
+            "call",
+            "Read",
+            r#"{"file_path":"a.txt"}"#,
+        ],
+    );
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "     1\thello\n     2\tworld\n");
+    assert!(stderr(&o).contains(&broken), "{}", stderr(&o));
+
+    // With the default tools too, the file's Read is a duplicate: reported, naming both.
+    let o = run(ws.path(), &["--tools", dir, "list", "--json"]);
+    assert_exit(&o, 0);
+    let v = json_out(&o);
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, DEFAULT_TOOLS);
+    let errors: Vec<&str> = v["load_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert_eq!(errors.len(), 2, "{v}");
+    let dup = errors
+        .iter()
+        .find(|e| e.contains("read.wasm"))
+        .unwrap_or_else(|| panic!("{v}"));
+    assert!(dup.contains("embedded tool Read"), "{dup}");
+}

@@ -43,6 +43,13 @@ impl CapturePipe {
         }
     }
 
+    /// Forget everything written so far (a reused instance starts a new call).
+    pub(crate) fn clear(&self) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.buf.clear();
+        inner.dropped = 0;
+    }
+
     /// The kept text (lossy UTF-8) and how many earlier bytes were dropped.
     pub(crate) fn contents(&self) -> (String, u64) {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());

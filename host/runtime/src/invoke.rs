@@ -1,8 +1,13 @@
-//! One guest export on a fresh `Store`: build the WASI context from the grant, set the memory
+//! One guest export on a store: build the WASI context from the grant, set the memory
 //! limiter, fuel and the epoch deadline, instantiate from the cached `InstancePre`, call, and
-//! classify whatever went wrong. Nothing of a store survives the call.
+//! classify whatever went wrong.
+//!
+//! `call` always gets a fresh store, dropped afterwards. `is-concurrency-safe` and `validate`
+//! run with no capabilities, so nothing they do reaches outside; an instance that served them
+//! well is kept in a small per-tool pool and reused (DESIGN §2), which halves the cost of a
+//! call. An instance that trapped or timed out is never reused.
 
-use crate::bindings::{PluginPre, ToolOutput, ToolSchema, WitToolError};
+use crate::bindings::{Plugin, PluginPre, ToolOutput, ToolSchema, WitToolError};
 use crate::capabilities::wasi_ctx;
 use crate::capture::CapturePipe;
 use crate::engine::ToolEngine;
@@ -10,6 +15,7 @@ use crate::outcome::{Failure, OutcomeKind, classify};
 use crate::state::{CallEnv, HostState, Interrupt};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use toolhost_policy::{EffectiveGrant, Limits};
 use wasmtime::{Store, UpdateDeadline};
@@ -41,28 +47,72 @@ pub(crate) struct InvokeCtx<'a> {
     pub call_env: CallEnv,
     /// `None`: no capabilities at all (schema, is-concurrency-safe, validate).
     pub grant: Option<&'a EffectiveGrant>,
+    /// Where capability-free instances are kept for reuse, if anywhere.
+    pub pool: Option<&'a PurePool>,
 }
 
-pub(crate) struct Invocation {
-    pub result: Result<Returned, Failure>,
-    pub stdout: CapturePipe,
-    pub stderr: CapturePipe,
+/// An instance and its store.
+pub(crate) struct Instance {
+    store: Store<HostState>,
+    plugin: Option<Plugin>,
 }
 
-pub(crate) async fn invoke(cx: InvokeCtx<'_>, export: Export<'_>) -> Invocation {
+/// Idle capability-free instances of one tool.
+#[derive(Default)]
+pub(crate) struct PurePool {
+    idle: Mutex<Vec<Instance>>,
+}
+
+/// Idle instances kept per tool: enough for a parallel batch, bounded so a tool that is used
+/// once does not pin memory.
+const MAX_IDLE: usize = 16;
+
+impl PurePool {
+    fn take(&self) -> Option<Instance> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
+    fn put(&self, instance: Instance) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < MAX_IDLE {
+            idle.push(instance);
+        }
+    }
+}
+
+pub(crate) async fn invoke(cx: InvokeCtx<'_>, export: Export<'_>) -> Result<Returned, Failure> {
+    let pool = match (&export, cx.grant) {
+        (Export::IsConcurrencySafe(_) | Export::Validate(_), None) => cx.pool,
+        _ => None,
+    };
+    let mut instance = match pool.and_then(PurePool::take) {
+        Some(instance) => instance,
+        None => new_instance(&cx)?,
+    };
+    let result = run(&mut instance, &cx, export).await;
+    if let (Some(pool), Ok(_)) = (pool, &result) {
+        pool.put(instance);
+    }
+    result
+}
+
+fn new_instance(cx: &InvokeCtx<'_>) -> Result<Instance, Failure> {
+    // Captured, capped, and never shown to the model except for stderr's tail in errors.
     let stdout = CapturePipe::new(cx.limits.max_stdio_bytes);
     let stderr = CapturePipe::new(cx.limits.max_stdio_bytes);
-    let result = run(&cx, export, &stdout, &stderr).await;
-    Invocation { result, stdout, stderr }
-}
-
-async fn run(cx: &InvokeCtx<'_>, export: Export<'_>, stdout: &CapturePipe, stderr: &CapturePipe) -> Result<Returned, Failure> {
-    let wasi = wasi_ctx(cx.grant, cx.workspace, cx.env_vars, stdout, stderr)
+    let wasi = wasi_ctx(cx.grant, cx.workspace, cx.env_vars, &stdout, &stderr)
         .map_err(|m| Failure::new(OutcomeKind::HostError, m))?;
     let max_memory = usize::try_from(cx.limits.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
-    let state = HostState::new(wasi, cx.call_env.clone(), max_memory, stdout.clone(), stderr.clone());
+    let state = HostState::new(wasi, cx.call_env.clone(), max_memory, stderr);
     let mut store = Store::new(&cx.engine.engine, state);
     store.limiter(|s| &mut s.limiter);
+    Ok(Instance { store, plugin: None })
+}
+
+async fn run(instance: &mut Instance, cx: &InvokeCtx<'_>, export: Export<'_>) -> Result<Returned, Failure> {
+    let store = &mut instance.store;
+    store.data_mut().env = cx.call_env.clone();
+    store.data_mut().stderr.clear();
     if cx.engine.fuel {
         store
             .set_fuel(cx.limits.fuel.unwrap_or(u64::MAX))
@@ -80,16 +130,19 @@ async fn run(cx: &InvokeCtx<'_>, export: Export<'_>, stdout: &CapturePipe, stder
         Ok(UpdateDeadline::Yield(1))
     });
 
+    let plugin = &mut instance.plugin;
     let call = async {
-        let plugin = cx.pre.instantiate_async(&mut store).await?;
-        let tool = plugin.toolhost_tool_tool();
+        if plugin.is_none() {
+            *plugin = Some(cx.pre.instantiate_async(&mut *store).await?);
+        }
+        let tool = plugin.as_ref().expect("instantiated above").toolhost_tool_tool();
         wasmtime::Result::Ok(match export {
-            Export::Schema => Returned::Schema(tool.call_schema(&mut store).await?),
+            Export::Schema => Returned::Schema(tool.call_schema(&mut *store).await?),
             Export::IsConcurrencySafe(input) => {
-                Returned::IsConcurrencySafe(tool.call_is_concurrency_safe(&mut store, input).await?)
+                Returned::IsConcurrencySafe(tool.call_is_concurrency_safe(&mut *store, input).await?)
             }
-            Export::Validate(input) => Returned::Validate(tool.call_validate(&mut store, input).await?),
-            Export::Call(input) => Returned::Call(tool.call_call(&mut store, input).await?),
+            Export::Validate(input) => Returned::Validate(tool.call_validate(&mut *store, input).await?),
+            Export::Call(input) => Returned::Call(tool.call_call(&mut *store, input).await?),
         })
     };
     // The epoch deadline stops running guest code; this timer also covers a guest parked in
@@ -97,6 +150,6 @@ async fn run(cx: &InvokeCtx<'_>, export: Export<'_>, stdout: &CapturePipe, stder
     match tokio::time::timeout(timeout, call).await {
         Err(_) => Err(Failure::timeout(cx.tool, cx.limits)),
         Ok(Ok(returned)) => Ok(returned),
-        Ok(Err(err)) => Err(classify(&err, store.data(), cx.tool, cx.limits)),
+        Ok(Err(err)) => Err(classify(&err, instance.store.data(), cx.tool, cx.limits)),
     }
 }

@@ -162,8 +162,9 @@ pub(crate) async fn read_schema(
         env_vars: &empty,
         call_env: CallEnv { context: Arc::default(), workspace_json: Arc::from("null"), progress: None },
         grant: None,
+        pool: None,
     };
-    let schema = match invoke(cx, Export::Schema).await.result {
+    let schema = match invoke(cx, Export::Schema).await {
         Ok(Returned::Schema(s)) => s,
         Ok(_) => unreachable!("schema export returns a schema"),
         Err(f) => return Err(source.err(format!("its `schema` export failed ({}): {}", f.kind, f.message))),

@@ -105,7 +105,6 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, tool: &str, lim
     if let Some(interrupt) = state.interrupt {
         return match interrupt {
             Interrupt::Timeout => Failure::timeout(tool, limits),
-            Interrupt::Cancelled => Failure::new(OutcomeKind::Interrupted, "Interrupted by user"),
         };
     }
     if state.limiter.hit {

@@ -27,6 +27,19 @@ impl Runtime {
         result
     }
 
+    /// Whether a call may run beside other concurrency-safe calls: asked of the tool (with no
+    /// capabilities) only when the input passes the schema; an unknown tool, a schema
+    /// failure, a trap or a timeout all mean "no".
+    pub async fn is_concurrency_safe(&self, tool_use: &ToolUse) -> bool {
+        let Some(tool) = self.tools.get(&tool_use.name) else { return false };
+        let Ok(input) = self.check_input(tool, tool_use) else { return false };
+        let context = Arc::default();
+        matches!(
+            self.invoke(tool, tool_use, &context, false, Export::IsConcurrencySafe(&input)).await,
+            Ok(Returned::IsConcurrencySafe(true))
+        )
+    }
+
     /// The pipeline without applying context updates (the batch runner applies them later).
     pub(crate) async fn run_one(&self, tool_use: &ToolUse, context: Arc<BTreeMap<String, String>>) -> (ToolResult, Updates) {
         let started = Instant::now();
@@ -170,8 +183,9 @@ impl Runtime {
             env_vars: &self.env,
             call_env,
             grant: with_grant.then_some(&tool.effective),
+            pool: Some(&tool.pure_pool),
         };
-        invoke(cx, export).await.result
+        invoke(cx, export).await
     }
 
     fn emit(&self, event: impl FnOnce() -> Event) {

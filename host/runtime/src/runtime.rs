@@ -30,6 +30,7 @@ pub struct LoadedTool {
     pub limits: Limits,
     pub(crate) validator: jsonschema::Validator,
     pub(crate) pre: PluginPre<HostState>,
+    pub(crate) pure_pool: crate::invoke::PurePool,
 }
 
 impl std::fmt::Debug for LoadedTool {
@@ -245,6 +246,7 @@ impl Runtime {
             limits,
             validator,
             pre: compiled.pre,
+            pure_pool: Default::default(),
         };
         self.tools.insert(name.clone(), Arc::new(tool));
         Ok(name)

@@ -17,7 +17,6 @@ const MAX_PROGRESS_CHARS: usize = 4096;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Interrupt {
     Timeout,
-    Cancelled,
 }
 
 /// What the host imports of one call answer from.
@@ -62,19 +61,17 @@ pub(crate) struct HostState {
     table: ResourceTable,
     pub limiter: MemoryLimiter,
     pub env: CallEnv,
-    pub stdout: CapturePipe,
     pub stderr: CapturePipe,
     pub interrupt: Option<Interrupt>,
 }
 
 impl HostState {
-    pub(crate) fn new(wasi: WasiCtx, env: CallEnv, max_memory: usize, stdout: CapturePipe, stderr: CapturePipe) -> Self {
+    pub(crate) fn new(wasi: WasiCtx, env: CallEnv, max_memory: usize, stderr: CapturePipe) -> Self {
         HostState {
             wasi,
             table: ResourceTable::new(),
             limiter: MemoryLimiter { max_bytes: max_memory, used: 0, hit: false },
             env,
-            stdout,
             stderr,
             interrupt: None,
         }

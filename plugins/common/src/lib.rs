@@ -27,9 +27,36 @@ pub fn workspace() -> Result<PathBuf, ToolError> {
         })
 }
 
-/// Resolve a path the model gave against the workspace (see [`resolve_in`]).
+/// Resolve a path the model gave against the workspace (see [`resolve_in`]) and refuse it
+/// if it lies outside every directory this tool was granted.
+///
+/// The check matters beyond a clearer message: the host also preopens the workspace as `.`
+/// (so that relative paths work for any guest), and wasi-libc resolves an absolute path that
+/// matches no preopen against `.`, so `/tmp/x` would silently become `WORKSPACE/tmp/x`.
 pub fn resolve(input: &str) -> Result<PathBuf, ToolError> {
-    Ok(resolve_in(&workspace()?, input))
+    let path = resolve_in(&workspace()?, input);
+    let granted = granted_dirs();
+    if !granted.iter().any(|dir| path.starts_with(dir)) {
+        let list = if granted.is_empty() {
+            "none".to_string()
+        } else {
+            granted.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+        };
+        return Err(ToolError::Denied(format!(
+            "{} is outside the directories this tool was granted ({list})",
+            path.display()
+        )));
+    }
+    Ok(path)
+}
+
+/// The absolute directories the host preopened for this call (its granted directories).
+pub fn granted_dirs() -> Vec<PathBuf> {
+    wasip2::filesystem::preopens::get_directories()
+        .into_iter()
+        .map(|(_descriptor, name)| PathBuf::from(name))
+        .filter(|p| p.is_absolute())
+        .collect()
 }
 
 /// An absolute path stays as it is, a relative one is joined to `workspace`; then `.` and `..`
