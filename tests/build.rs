@@ -29,13 +29,16 @@ fn main() {
     let built = toolhost_wasm_build::build_workspace(&guests, GUESTS);
 
     let mut code = String::new();
-    let mut all = String::from("/// Every guest: (crate name, component bytes).\npub const ALL: &[(&str, &[u8])] = &[\n");
+    let mut all =
+        String::from("/// Every guest: (crate name, component bytes).\npub const ALL: &[(&str, &[u8])] = &[\n");
     for krate in GUESTS {
         let stem = krate.replace('-', "_");
         let (_, path) = built.iter().find(|(s, _)| *s == stem).expect("every guest was built");
         let path = path.display().to_string();
         let konst = stem.to_uppercase();
-        code.push_str(&format!("/// The `{krate}` guest component.\npub const {konst}: &[u8] = include_bytes!({path:?});\n"));
+        code.push_str(&format!(
+            "/// The `{krate}` guest component.\npub const {konst}: &[u8] = include_bytes!({path:?});\n"
+        ));
         all.push_str(&format!("    ({krate:?}, {konst}),\n"));
     }
     all.push_str("];\n");

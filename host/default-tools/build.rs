@@ -18,7 +18,9 @@ fn main() {
     println!("cargo:rerun-if-changed={}", plugins.join("sdk").display());
     let crates: Vec<&str> = TOOLS.iter().map(|(_, c)| *c).collect();
     let built = toolhost_wasm_build::build_workspace(&plugins, &crates);
-    let mut code = String::from("/// The embedded default tools: (name, component bytes).\npub const TOOLS: &[(&str, &[u8])] = &[\n");
+    let mut code = String::from(
+        "/// The embedded default tools: (name, component bytes).\npub const TOOLS: &[(&str, &[u8])] = &[\n",
+    );
     for (name, krate) in TOOLS {
         let stem = krate.replace('-', "_");
         let (_, path) = built.iter().find(|(s, _)| *s == stem).expect("every tool was built");

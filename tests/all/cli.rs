@@ -19,33 +19,23 @@ fn binary() -> &'static Path {
     BIN.get_or_init(|| {
         // This test binary is TARGET/debug/deps/all-HASH; the CLI is TARGET/debug/toolhost.
         let exe = std::env::current_exe().expect("current exe");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target profile directory");
+        let profile_dir = exe.parent().and_then(Path::parent).expect("target profile directory");
         let bin = profile_dir.join(format!("toolhost{}", std::env::consts::EXE_SUFFIX));
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("workspace root");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "toolhost-cli"])
-            .current_dir(root)
-            .stdin(Stdio::null())
-            .status();
+        let mut build = Command::new(cargo);
+        build.args(["build", "--quiet", "-p", "toolhost-cli"]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.current_dir(root).stdin(Stdio::null()).status();
         match status {
             Ok(s) if s.success() => {}
-            other => assert!(
-                bin.is_file(),
-                "cannot build toolhost-cli ({other:?}) and {} does not exist",
-                bin.display()
-            ),
+            other => {
+                assert!(bin.is_file(), "cannot build toolhost-cli ({other:?}) and {} does not exist", bin.display())
+            }
         }
-        assert!(
-            bin.is_file(),
-            "{} does not exist after building toolhost-cli",
-            bin.display()
-        );
+        assert!(bin.is_file(), "{} does not exist after building toolhost-cli", bin.display());
         bin
     })
 }
@@ -53,9 +43,7 @@ fn binary() -> &'static Path {
 /// One compile cache for every test in this process: only the first run compiles the tools.
 fn cache_dir() -> &'static Path {
     static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    CACHE
-        .get_or_init(|| tempfile::tempdir().expect("cache dir"))
-        .path()
+    CACHE.get_or_init(|| tempfile::tempdir().expect("cache dir")).path()
 }
 
 /// `toolhost --workspace WS ARGS…`, run in WS (so no stray `./toolhost.toml` is picked up),
@@ -74,12 +62,7 @@ fn run_with_stdin(ws: &Path, args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn toolhost");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
     child.wait_with_output().expect("wait for toolhost")
 }
 
@@ -108,13 +91,8 @@ fn assert_exit(o: &Output, code: i32) {
 }
 
 fn json_out(o: &Output) -> Value {
-    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-            stdout(o),
-            stderr(o)
-        )
-    })
+    serde_json::from_str(&stdout(o))
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", stdout(o), stderr(o)))
 }
 
 /// A workspace with `a.txt` = "hello\nworld\n".
@@ -135,54 +113,28 @@ fn call_prints_the_result_text_and_exits_0() {
 #[test]
 fn call_json_prints_a_tool_result_block() {
     let ws = hello_workspace();
-    let o = run(
-        ws.path(),
-        &[
-            "call",
-            "Read",
-            r#"{"file_path":"a.txt"}"#,
-            "--json",
-            "--id",
-            "toolu_abc",
-        ],
-    );
+    let o = run(ws.path(), &["call", "Read", r#"{"file_path":"a.txt"}"#, "--json", "--id", "toolu_abc"]);
     assert_exit(&o, 0);
     let v = json_out(&o);
     assert_eq!(v["type"], "tool_result");
     assert_eq!(v["tool_use_id"], "toolu_abc");
-    assert_eq!(
-        v["content"],
-        serde_json::json!([{"type": "text", "text": "     1\thello\n     2\tworld"}])
-    );
+    assert_eq!(v["content"], serde_json::json!([{"type": "text", "text": "     1\thello\n     2\tworld"}]));
     assert!(v.get("is_error").is_none(), "no is_error on success: {v}");
 
     // Without --id the id is still there.
-    let o = run(
-        ws.path(),
-        &["call", "Read", r#"{"file_path":"a.txt"}"#, "--json"],
-    );
+    let o = run(ws.path(), &["call", "Read", r#"{"file_path":"a.txt"}"#, "--json"]);
     assert_exit(&o, 0);
-    assert!(
-        json_out(&o)["tool_use_id"]
-            .as_str()
-            .is_some_and(|id| !id.is_empty())
-    );
+    assert!(json_out(&o)["tool_use_id"].as_str().is_some_and(|id| !id.is_empty()));
 }
 
 #[test]
 fn a_tool_error_exits_1() {
     let ws = hello_workspace();
-    let o = run(
-        ws.path(),
-        &["call", "Read", r#"{"file_path":"missing.txt"}"#],
-    );
+    let o = run(ws.path(), &["call", "Read", r#"{"file_path":"missing.txt"}"#]);
     assert_exit(&o, 1);
     assert!(stdout(&o).contains("missing.txt"), "{}", stdout(&o));
 
-    let o = run(
-        ws.path(),
-        &["call", "Read", r#"{"file_path":"missing.txt"}"#, "--json"],
-    );
+    let o = run(ws.path(), &["call", "Read", r#"{"file_path":"missing.txt"}"#, "--json"]);
     assert_exit(&o, 1);
     let v = json_out(&o);
     assert_eq!(v["type"], "tool_result");
@@ -191,11 +143,7 @@ fn a_tool_error_exits_1() {
     // A schema error is a tool error too (no input at all means `{}`).
     let o = run(ws.path(), &["call", "Read"]);
     assert_exit(&o, 1);
-    assert!(
-        stdout(&o).contains("InputValidationError"),
-        "{}",
-        stdout(&o)
-    );
+    assert!(stdout(&o).contains("InputValidationError"), "{}", stdout(&o));
 }
 
 #[test]
@@ -212,21 +160,13 @@ fn unknown_tool_exits_1() {
     let ws = hello_workspace();
     let o = run(ws.path(), &["call", "Nope", "{}"]);
     assert_exit(&o, 1);
-    assert!(
-        stdout(&o).contains("No such tool available: Nope"),
-        "{}",
-        stdout(&o)
-    );
+    assert!(stdout(&o).contains("No such tool available: Nope"), "{}", stdout(&o));
 }
 
 #[test]
 fn input_from_stdin() {
     let ws = hello_workspace();
-    let o = run_with_stdin(
-        ws.path(),
-        &["call", "Read", "-"],
-        r#"{"file_path": "a.txt", "offset": 2}"#,
-    );
+    let o = run_with_stdin(ws.path(), &["call", "Read", "-"], r#"{"file_path": "a.txt", "offset": 2}"#);
     assert_exit(&o, 0);
     assert_eq!(stdout(&o), "     2\tworld\n");
 }
@@ -238,26 +178,14 @@ fn list_shows_the_default_tools() {
     assert_exit(&o, 0);
     let text = stdout(&o);
     for name in DEFAULT_TOOLS {
-        let kind = if matches!(name, "Write" | "Edit") {
-            "read-write"
-        } else {
-            "read-only"
-        };
-        assert!(
-            text.contains(&format!("\n{name} ({kind}, embedded tool {name})\n")),
-            "{name}:\n{text}"
-        );
+        let kind = if matches!(name, "Write" | "Edit") { "read-write" } else { "read-only" };
+        assert!(text.contains(&format!("\n{name} ({kind}, embedded tool {name})\n")), "{name}:\n{text}");
     }
 
     let o = run(ws.path(), &["list", "--json"]);
     assert_exit(&o, 0);
     let v = json_out(&o);
-    let names: Vec<&str> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, DEFAULT_TOOLS);
     for t in v["tools"].as_array().unwrap() {
         assert_eq!(t["input_schema"]["type"], "object", "{t}");
@@ -271,28 +199,12 @@ fn list_shows_the_default_tools() {
     let o = run(ws.path(), &["--no-default-tools", "list"]);
     assert_exit(&o, 0);
     for name in DEFAULT_TOOLS {
-        assert!(
-            !stdout(&o).contains(&format!("\n{name} (")),
-            "{}",
-            stdout(&o)
-        );
+        assert!(!stdout(&o).contains(&format!("\n{name} (")), "{}", stdout(&o));
     }
     // And then no tool can be called.
-    let o = run(
-        ws.path(),
-        &[
-            "--no-default-tools",
-            "call",
-            "Read",
-            r#"{"file_path":"a.txt"}"#,
-        ],
-    );
+    let o = run(ws.path(), &["--no-default-tools", "call", "Read", r#"{"file_path":"a.txt"}"#]);
     assert_exit(&o, 1);
-    assert!(
-        stdout(&o).contains("No such tool available: Read"),
-        "{}",
-        stdout(&o)
-    );
+    assert!(stdout(&o).contains("No such tool available: Read"), "{}", stdout(&o));
 }
 
 #[test]
@@ -304,12 +216,7 @@ fn inspect_describes_a_component() {
 
     // The sha256 `list` reports for the embedded Read (the same bytes).
     let listed = json_out(&run(ws.path(), &["list", "--json"]));
-    let sha = listed["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "Read")
-        .unwrap()["sha256"]
+    let sha = listed["tools"].as_array().unwrap().iter().find(|t| t["name"] == "Read").unwrap()["sha256"]
         .as_str()
         .unwrap()
         .to_string();
@@ -319,19 +226,13 @@ fn inspect_describes_a_component() {
     let text = stdout(&o);
     assert!(text.contains("name:        Read\n"), "{text}");
     assert!(text.contains(&format!("sha256:      {sha}\n")), "{text}");
-    assert!(
-        text.contains(&format!("size:        {} bytes\n", bytes.len())),
-        "{text}"
-    );
+    assert!(text.contains(&format!("size:        {} bytes\n", bytes.len())), "{text}");
     assert!(text.contains("read-only:   true\n"), "{text}");
     assert!(text.contains("subject:     /file_path\n"), "{text}");
     assert!(text.contains("\nimports:\n"), "{text}");
     assert!(text.contains("\n  toolhost:tool/host@0.1.0\n"), "{text}");
     assert!(text.contains("\n  wasi:filesystem/preopens@0.2"), "{text}");
-    assert!(
-        text.contains("\nexports:\n  toolhost:tool/tool@0.1.0\n"),
-        "{text}"
-    );
+    assert!(text.contains("\nexports:\n  toolhost:tool/tool@0.1.0\n"), "{text}");
 
     let o = run(ws.path(), &["inspect", file.to_str().unwrap(), "--json"]);
     assert_exit(&o, 0);
@@ -339,14 +240,7 @@ fn inspect_describes_a_component() {
     assert_eq!(v["info"]["name"], "Read");
     assert_eq!(v["sha256"], sha.as_str());
     assert_eq!(v["size"], bytes.len());
-    assert!(
-        v["imports"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|i| i == "toolhost:tool/host@0.1.0"),
-        "{v}"
-    );
+    assert!(v["imports"].as_array().unwrap().iter().any(|i| i == "toolhost:tool/host@0.1.0"), "{v}");
 }
 
 #[test]
@@ -356,16 +250,8 @@ fn inspect_of_a_corrupt_file_exits_2_naming_it() {
     fs::write(&file, b"this is not wasm").unwrap();
     let o = run(ws.path(), &["inspect", file.to_str().unwrap()]);
     assert_exit(&o, 2);
-    assert!(
-        stderr(&o).contains(&file.display().to_string()),
-        "{}",
-        stderr(&o)
-    );
-    assert!(
-        stderr(&o).contains("not a WebAssembly file"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains(&file.display().to_string()), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a WebAssembly file"), "{}", stderr(&o));
 
     // A truncated component: the right magic, then garbage.
     let mut bytes = toolhost_default_tools::get("LS").unwrap()[..64].to_vec();
@@ -373,20 +259,12 @@ fn inspect_of_a_corrupt_file_exits_2_naming_it() {
     fs::write(&file, bytes).unwrap();
     let o = run(ws.path(), &["inspect", file.to_str().unwrap()]);
     assert_exit(&o, 2);
-    assert!(
-        stderr(&o).contains(&file.display().to_string()),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains(&file.display().to_string()), "{}", stderr(&o));
 
     let missing = ws.path().join("missing.wasm");
     let o = run(ws.path(), &["inspect", missing.to_str().unwrap()]);
     assert_exit(&o, 2);
-    assert!(
-        stderr(&o).contains(&missing.display().to_string()),
-        "{}",
-        stderr(&o)
-    );
+    assert!(stderr(&o).contains(&missing.display().to_string()), "{}", stderr(&o));
 }
 
 #[test]
@@ -400,44 +278,17 @@ fn a_session_file_carries_read_state_to_a_later_edit() {
     // Without a session, each call is fresh: Edit refuses.
     let o = run(ws.path(), &["call", "Edit", edit]);
     assert_exit(&o, 1);
-    assert!(
-        stdout(&o).contains("File has not been read yet"),
-        "{}",
-        stdout(&o)
-    );
+    assert!(stdout(&o).contains("File has not been read yet"), "{}", stdout(&o));
 
-    let o = run(
-        ws.path(),
-        &[
-            "call",
-            "Read",
-            r#"{"file_path":"a.txt"}"#,
-            "--session",
-            session_arg,
-        ],
-    );
+    let o = run(ws.path(), &["call", "Read", r#"{"file_path":"a.txt"}"#, "--session", session_arg]);
     assert_exit(&o, 0);
     let saved: Value = serde_json::from_str(&fs::read_to_string(&session).unwrap()).unwrap();
-    assert!(
-        saved
-            .as_object()
-            .unwrap()
-            .keys()
-            .any(|k| k.starts_with("read:") && k.ends_with("a.txt")),
-        "{saved}"
-    );
+    assert!(saved.as_object().unwrap().keys().any(|k| k.starts_with("read:") && k.ends_with("a.txt")), "{saved}");
 
     let o = run(ws.path(), &["call", "Edit", edit, "--session", session_arg]);
     assert_exit(&o, 0);
-    assert!(
-        stdout(&o).contains("has been updated successfully"),
-        "{}",
-        stdout(&o)
-    );
-    assert_eq!(
-        fs::read_to_string(ws.path().join("a.txt")).unwrap(),
-        "bye\nworld\n"
-    );
+    assert!(stdout(&o).contains("has been updated successfully"), "{}", stdout(&o));
+    assert_eq!(fs::read_to_string(ws.path().join("a.txt")).unwrap(), "bye\nworld\n");
 
     // The edit's new state was saved too: a second edit works without another Read.
     let o = run(
@@ -451,10 +302,7 @@ fn a_session_file_carries_read_state_to_a_later_edit() {
         ],
     );
     assert_exit(&o, 0);
-    assert_eq!(
-        fs::read_to_string(ws.path().join("a.txt")).unwrap(),
-        "bye\nearth\n"
-    );
+    assert_eq!(fs::read_to_string(ws.path().join("a.txt")).unwrap(), "bye\nearth\n");
 }
 
 #[test]
@@ -469,11 +317,7 @@ fn a_config_with_an_unknown_key_exits_2_with_its_position() {
     assert!(err.contains("bogus_key"), "{err}");
 
     // The same for `call`, and for ./toolhost.toml found in the current directory.
-    fs::write(
-        ws.path().join("toolhost.toml"),
-        "[tools.Read]\ngrant = { fs_reed = [] }\n",
-    )
-    .unwrap();
+    fs::write(ws.path().join("toolhost.toml"), "[tools.Read]\ngrant = { fs_reed = [] }\n").unwrap();
     let o = run(ws.path(), &["call", "Read", r#"{"file_path":"a.txt"}"#]);
     assert_exit(&o, 2);
     let err = stderr(&o);
@@ -485,32 +329,16 @@ fn a_config_with_an_unknown_key_exits_2_with_its_position() {
 fn a_corrupt_tool_in_a_tools_dir_does_not_stop_the_others() {
     let ws = hello_workspace();
     let tools = workspace();
-    fs::write(
-        tools.path().join("aaa-broken.wasm"),
-        b"\0asm garbage that is no component",
-    )
-    .unwrap();
-    fs::write(
-        tools.path().join("read.wasm"),
-        toolhost_default_tools::get("Read").unwrap(),
-    )
-    .unwrap();
+    fs::write(tools.path().join("aaa-broken.wasm"), b"\0asm garbage that is no component").unwrap();
+    fs::write(tools.path().join("read.wasm"), toolhost_default_tools::get("Read").unwrap()).unwrap();
     fs::write(tools.path().join("notes.txt"), "not a tool, not loaded").unwrap();
     let dir = tools.path().to_str().unwrap();
     let broken = tools.path().join("aaa-broken.wasm").display().to_string();
 
-    let o = run(
-        ws.path(),
-        &["--no-default-tools", "--tools", dir, "list", "--json"],
-    );
+    let o = run(ws.path(), &["--no-default-tools", "--tools", dir, "list", "--json"]);
     assert_exit(&o, 0);
     let v = json_out(&o);
-    let names: Vec<&str> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["Read"]);
     let errors = v["load_errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{v}");
@@ -518,17 +346,7 @@ fn a_corrupt_tool_in_a_tools_dir_does_not_stop_the_others() {
     assert!(stderr(&o).contains(&broken), "{}", stderr(&o));
 
     // The tool that loaded works.
-    let o = run(
-        ws.path(),
-        &[
-            "--no-default-tools",
-            "--tools",
-            dir,
-            "call",
-            "Read",
-            r#"{"file_path":"a.txt"}"#,
-        ],
-    );
+    let o = run(ws.path(), &["--no-default-tools", "--tools", dir, "call", "Read", r#"{"file_path":"a.txt"}"#]);
     assert_exit(&o, 0);
     assert_eq!(stdout(&o), "     1\thello\n     2\tworld\n");
     assert!(stderr(&o).contains(&broken), "{}", stderr(&o));
@@ -537,23 +355,10 @@ fn a_corrupt_tool_in_a_tools_dir_does_not_stop_the_others() {
     let o = run(ws.path(), &["--tools", dir, "list", "--json"]);
     assert_exit(&o, 0);
     let v = json_out(&o);
-    let names: Vec<&str> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, DEFAULT_TOOLS);
-    let errors: Vec<&str> = v["load_errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e.as_str().unwrap())
-        .collect();
+    let errors: Vec<&str> = v["load_errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
     assert_eq!(errors.len(), 2, "{v}");
-    let dup = errors
-        .iter()
-        .find(|e| e.contains("read.wasm"))
-        .unwrap_or_else(|| panic!("{v}"));
+    let dup = errors.iter().find(|e| e.contains("read.wasm")).unwrap_or_else(|| panic!("{v}"));
     assert!(dup.contains("embedded tool Read"), "{dup}");
 }

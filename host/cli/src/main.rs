@@ -1,6 +1,7 @@
 //! `toolhost`: run AI-agent tools as sandboxed WebAssembly components.
 
 mod commands;
+mod output;
 mod setup;
 
 use clap::{Parser, Subcommand};

@@ -98,10 +98,10 @@ pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
     let replaced = |name: &str| config.tools.get(name).is_some_and(|t| t.path.is_some());
     if !args.no_default_tools {
         for (name, bytes) in toolhost_default_tools::TOOLS {
-            if !replaced(name) {
-                if let Err(e) = runtime.load(ToolSource::embedded(name, bytes)).await {
-                    report(e);
-                }
+            if !replaced(name)
+                && let Err(e) = runtime.load(ToolSource::embedded(name, bytes)).await
+            {
+                report(e);
             }
         }
     }

@@ -114,11 +114,11 @@ impl Config {
         // Tool paths are relative to the config file's directory.
         let base = file.parent().unwrap_or(Path::new("."));
         for tool in config.tools.values_mut() {
-            if let Some(p) = &mut tool.path {
-                if p.get_ref().is_relative() {
-                    let span = p.span();
-                    *p = Spanned::new(span, base.join(p.get_ref()));
-                }
+            if let Some(p) = &mut tool.path
+                && p.get_ref().is_relative()
+            {
+                let span = p.span();
+                *p = Spanned::new(span, base.join(p.get_ref()));
             }
         }
         Ok(config)

@@ -181,10 +181,16 @@ mod tests {
 
     #[test]
     fn dirs_intersect_as_trees() {
-        let cases: &[(&[Capability], Grant, &[(&str, bool)])] = &[
+        /// (ceiling, grant, expected directories with their writability)
+        type Case<'a> = (&'a [Capability], Grant, &'a [(&'a str, bool)]);
+        let cases: &[Case] = &[
             (&[Capability::FsRead("/".into())], Grant::workspace_read_write(), &[("/w", false)]),
             (&[Capability::FsWrite("/".into())], Grant::workspace_read_write(), &[("/w", true)]),
-            (&[Capability::FsWrite(".".into())], Grant { fs_read: vec!["/".into()], ..Grant::none() }, &[("/w", false)]),
+            (
+                &[Capability::FsWrite(".".into())],
+                Grant { fs_read: vec!["/".into()], ..Grant::none() },
+                &[("/w", false)],
+            ),
             (&[Capability::FsWrite("src".into())], Grant::workspace_read_write(), &[("/w/src", true)]),
             (&[Capability::FsWrite("/tmp".into())], Grant::workspace_read_write(), &[]),
             (&[], Grant::workspace_read_write(), &[]),
@@ -201,10 +207,7 @@ mod tests {
 
     #[test]
     fn env_and_net_need_both_sides() {
-        let ceiling = [
-            Capability::Env("HOME".into()),
-            Capability::Net("*.github.com".into()),
-        ];
+        let ceiling = [Capability::Env("HOME".into()), Capability::Net("*.github.com".into())];
         let grant = Grant {
             env: vec!["HOME".into(), "SECRET".into()],
             net: vec!["api.github.com".into(), "evil.com".into()],

@@ -39,14 +39,9 @@ mod tests {
 
     #[test]
     fn normalize_table() {
-        for (input, want) in [
-            ("/a/b/../c", "/a/c"),
-            ("/a/./b/", "/a/b"),
-            ("/..", "/"),
-            ("/a/../..", "/"),
-            ("/", "/"),
-            ("a/../..", "."),
-        ] {
+        for (input, want) in
+            [("/a/b/../c", "/a/c"), ("/a/./b/", "/a/b"), ("/..", "/"), ("/a/../..", "/"), ("/", "/"), ("a/../..", ".")]
+        {
             assert_eq!(normalize(Path::new(input)), PathBuf::from(want), "{input}");
         }
     }

@@ -56,7 +56,8 @@ impl ToolSource {
     /// [`Error::Load`] naming the file if it cannot be read.
     pub fn file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| Error::Load { origin: path.display().to_string(), message: format!("cannot read: {e}") })?;
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::Load { origin: path.display().to_string(), message: format!("cannot read: {e}") })?;
         Ok(ToolSource { origin: Origin::File(path.to_path_buf()), bytes: bytes.into(), expected_sha256: None })
     }
 
@@ -121,10 +122,10 @@ pub(crate) async fn compile(engine: &ToolEngine, source: &ToolSource, cache_dir:
         ));
     }
     let sha256 = cache::sha256_hex(bytes);
-    if let Some(want) = &source.expected_sha256 {
-        if !want.eq_ignore_ascii_case(&sha256) {
-            return Err(source.err(format!("sha256 mismatch: expected {want}, the file has {sha256}; refusing to load it")));
-        }
+    if let Some(want) = &source.expected_sha256
+        && !want.eq_ignore_ascii_case(&sha256)
+    {
+        return Err(source.err(format!("sha256 mismatch: expected {want}, the file has {sha256}; refusing to load it")));
     }
     // Compiling takes from milliseconds to seconds (interpreters); keep it off the executor.
     let (eng, b, s, dir) = (engine.engine.clone(), bytes.clone(), sha256.clone(), cache_dir.map(Path::to_path_buf));
@@ -186,10 +187,13 @@ fn check_schema(s: ToolSchema) -> std::result::Result<(ToolInfo, jsonschema::Val
     }
     let validator = jsonschema::validator_for(&input_schema)
         .map_err(|e| format!("tool {}: its input schema is not a valid JSON Schema: {e}", s.name))?;
-    if let Some(p) = &s.permission_subject {
-        if !(p.is_empty() || p.starts_with('/')) {
-            return Err(format!("tool {}: permission-subject {p:?} is not a JSON pointer (it must start with `/`)", s.name));
-        }
+    if let Some(p) = &s.permission_subject
+        && !(p.is_empty() || p.starts_with('/'))
+    {
+        return Err(format!(
+            "tool {}: permission-subject {p:?} is not a JSON pointer (it must start with `/`)",
+            s.name
+        ));
     }
     let capabilities = s
         .capabilities

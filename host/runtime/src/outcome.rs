@@ -110,7 +110,10 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, tool: &str, lim
     if state.limiter.hit {
         return Failure::new(
             OutcomeKind::MemoryLimit,
-            format!("Tool {tool} ran out of memory: it needed more than its limit of {} MiB (memory_mib).", limits.memory_mib),
+            format!(
+                "Tool {tool} ran out of memory: it needed more than its limit of {} MiB (memory_mib).",
+                limits.memory_mib
+            ),
         );
     }
     if let Some(trap) = err.downcast_ref::<Trap>() {
@@ -126,10 +129,7 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, tool: &str, lim
             ),
             other => match panic_message(&stderr) {
                 Some(msg) => Failure::new(OutcomeKind::Panic, format!("Tool {tool} panicked: {msg}")),
-                None => Failure::new(
-                    OutcomeKind::Trap,
-                    format!("Tool {tool} trapped: {other}.{}", tail_note(&stderr)),
-                ),
+                None => Failure::new(OutcomeKind::Trap, format!("Tool {tool} trapped: {other}.{}", tail_note(&stderr))),
             },
         };
     }
@@ -177,7 +177,8 @@ mod tests {
 
     #[test]
     fn panic_messages() {
-        let s = "thread '<unnamed>' panicked at src/lib.rs:10:5:\nboom: on purpose\nnote: run with `RUST_BACKTRACE=1`\n";
+        let s =
+            "thread '<unnamed>' panicked at src/lib.rs:10:5:\nboom: on purpose\nnote: run with `RUST_BACKTRACE=1`\n";
         assert_eq!(panic_message(s).unwrap(), "boom: on purpose (at src/lib.rs:10:5)");
         let multi = "x\nthread 'main' panicked at a.rs:1:1:\nline one\nline two\n";
         assert_eq!(panic_message(multi).unwrap(), "line one\nline two (at a.rs:1:1)");

@@ -2,6 +2,7 @@
 //! `validate` (no capabilities), `call` on a fresh store with the granted capabilities, and
 //! the mapping of whatever happened. Every path out produces a result with the same id.
 
+use crate::ToolUse;
 use crate::bindings::WitToolError;
 use crate::event::Event;
 use crate::invoke::{Export, InvokeCtx, Returned, invoke};
@@ -10,7 +11,6 @@ use crate::result::{ToolResult, map_output};
 use crate::runtime::{LoadedTool, Runtime};
 use crate::session::Session;
 use crate::state::CallEnv;
-use crate::ToolUse;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -41,7 +41,11 @@ impl Runtime {
     }
 
     /// The pipeline without applying context updates (the batch runner applies them later).
-    pub(crate) async fn run_one(&self, tool_use: &ToolUse, context: Arc<BTreeMap<String, String>>) -> (ToolResult, Updates) {
+    pub(crate) async fn run_one(
+        &self,
+        tool_use: &ToolUse,
+        context: Arc<BTreeMap<String, String>>,
+    ) -> (ToolResult, Updates) {
         let started = Instant::now();
         let (result, updates) = match self.tools.get(&tool_use.name) {
             None => (
@@ -63,7 +67,12 @@ impl Runtime {
         (result, updates)
     }
 
-    async fn run_tool(&self, tool: &LoadedTool, tool_use: &ToolUse, context: Arc<BTreeMap<String, String>>) -> (ToolResult, Updates) {
+    async fn run_tool(
+        &self,
+        tool: &LoadedTool,
+        tool_use: &ToolUse,
+        context: Arc<BTreeMap<String, String>>,
+    ) -> (ToolResult, Updates) {
         let id = &tool_use.id;
         let name = &tool.info.name;
         let input = match self.check_input(tool, tool_use) {
@@ -76,7 +85,11 @@ impl Runtime {
             Ok(Returned::Validate(Ok(()))) => {}
             Ok(Returned::Validate(Err(message))) => {
                 return (
-                    ToolResult::error(id, OutcomeKind::ValidateError, format!("<tool_use_error>{message}</tool_use_error>")),
+                    ToolResult::error(
+                        id,
+                        OutcomeKind::ValidateError,
+                        format!("<tool_use_error>{message}</tool_use_error>"),
+                    ),
                     Vec::new(),
                 );
             }
@@ -93,7 +106,11 @@ impl Runtime {
                     WitToolError::Denied(m) => (OutcomeKind::Denied, m),
                     WitToolError::Failed(m) => (OutcomeKind::Failed, m),
                 };
-                let message = if message.trim().is_empty() { format!("Tool {name} failed ({kind}) without a message.") } else { message };
+                let message = if message.trim().is_empty() {
+                    format!("Tool {name} failed ({kind}) without a message.")
+                } else {
+                    message
+                };
                 return (ToolResult::error(id, kind, message), Vec::new());
             }
             Ok(_) => unreachable!("call returns a call result"),
@@ -172,7 +189,10 @@ impl Runtime {
         let call_env = CallEnv {
             context: context.clone(),
             workspace_json: self.workspace_json.clone(),
-            progress: self.events.clone().map(|s| (s, Arc::from(tool_use.id.as_str()), Arc::from(tool.info.name.as_str()))),
+            progress: self
+                .events
+                .clone()
+                .map(|s| (s, Arc::from(tool_use.id.as_str()), Arc::from(tool.info.name.as_str()))),
         };
         let cx = InvokeCtx {
             engine: &self.engine,

@@ -56,7 +56,13 @@ pub struct ToolResult {
 impl ToolResult {
     /// A successful result.
     pub fn success(tool_use_id: impl Into<String>, content: Vec<ContentBlock>) -> Self {
-        ToolResult { kind_tag: "tool_result", tool_use_id: tool_use_id.into(), content, is_error: false, outcome: OutcomeKind::Success }
+        ToolResult {
+            kind_tag: "tool_result",
+            tool_use_id: tool_use_id.into(),
+            content,
+            is_error: false,
+            outcome: OutcomeKind::Success,
+        }
     }
 
     /// An error result with one text block.
@@ -121,7 +127,10 @@ pub(crate) fn map_output(
     }
     let is_empty = content.iter().all(|b| matches!(b, ContentBlock::Text { text } if text.trim().is_empty()));
     if is_empty {
-        return Ok(ToolResult::success(id, vec![ContentBlock::Text { text: format!("({tool} completed with no output)") }]));
+        return Ok(ToolResult::success(
+            id,
+            vec![ContentBlock::Text { text: format!("({tool} completed with no output)") }],
+        ));
     }
     let chars: usize = content
         .iter()
@@ -170,7 +179,8 @@ fn truncate(content: Vec<ContentBlock>, chars: usize, id: &str, max_chars: usize
 fn save(dir: &Path, id: &str, text: &str) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     // The id comes from the model: keep only safe characters for a file name.
-    let safe: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    let safe: String =
+        id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
     let path = dir.join(format!("{}.txt", if safe.is_empty() { "result".into() } else { safe }));
     std::fs::write(&path, text)?;
     Ok(path)

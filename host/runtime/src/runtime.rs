@@ -106,9 +106,7 @@ impl RuntimeBuilder {
     /// cannot be built.
     pub fn build(self) -> Result<Runtime> {
         let ws = self.workspace.unwrap_or_else(|| PathBuf::from("."));
-        let workspace = ws
-            .canonicalize()
-            .map_err(|e| Error::Workspace { path: ws.clone(), message: e.to_string() })?;
+        let workspace = ws.canonicalize().map_err(|e| Error::Workspace { path: ws.clone(), message: e.to_string() })?;
         if !workspace.is_dir() {
             return Err(Error::Workspace { path: ws, message: "not a directory".into() });
         }
@@ -211,20 +209,24 @@ impl Runtime {
         let (info, validator) = loader::read_schema(&self.engine, &compiled, &source, &self.workspace).await?;
         let name = info.name.clone();
         if let Some(existing) = self.tools.get(&name) {
-            return Err(Error::Duplicate { origin: source.origin.to_string(), name, existing: existing.origin.to_string() });
+            return Err(Error::Duplicate {
+                origin: source.origin.to_string(),
+                name,
+                existing: existing.origin.to_string(),
+            });
         }
         let tool_config = self.config.tools.get(&name);
-        if let Some(pin) = tool_config.and_then(|t| t.sha256.as_ref()) {
-            if !pin.get_ref().eq_ignore_ascii_case(&compiled.sha256) {
-                return Err(Error::Load {
-                    origin: source.origin.to_string(),
-                    message: format!(
-                        "sha256 mismatch for tool {name}: the config pins {}, the file has {}; refusing to load it",
-                        pin.get_ref(),
-                        compiled.sha256
-                    ),
-                });
-            }
+        if let Some(pin) = tool_config.and_then(|t| t.sha256.as_ref())
+            && !pin.get_ref().eq_ignore_ascii_case(&compiled.sha256)
+        {
+            return Err(Error::Load {
+                origin: source.origin.to_string(),
+                message: format!(
+                    "sha256 mismatch for tool {name}: the config pins {}, the file has {}; refusing to load it",
+                    pin.get_ref(),
+                    compiled.sha256
+                ),
+            });
         }
         let grant = tool_config.and_then(|t| t.grant.clone()).unwrap_or_else(|| self.default_grant.clone());
         let mut effective = effective_grant(&info.capabilities, &grant, &self.workspace);

@@ -39,12 +39,20 @@ pub fn build_workspace(workspace_dir: &Path, crates: &[&str]) -> Vec<(String, Pa
     }
     for (key, _) in std::env::vars_os() {
         let key = key.to_string_lossy();
-        if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" || key == "RUSTC_WRAPPER" || key == "RUSTC_WORKSPACE_WRAPPER" {
+        if key.starts_with("CARGO_") && key != "CARGO_HOME"
+            || key == "RUSTFLAGS"
+            || key == "RUSTC_WRAPPER"
+            || key == "RUSTC_WORKSPACE_WRAPPER"
+        {
             cmd.env_remove(key.as_ref());
         }
     }
     let status = cmd.status().unwrap_or_else(|e| panic!("cannot run cargo to build the tool components: {e}"));
-    assert!(status.success(), "building the tool components in {} failed (see the output above)", workspace_dir.display());
+    assert!(
+        status.success(),
+        "building the tool components in {} failed (see the output above)",
+        workspace_dir.display()
+    );
 
     let out = target_dir.join(TARGET).join("release");
     let mut built: Vec<(String, PathBuf)> = crates
@@ -64,11 +72,7 @@ pub fn build_workspace(workspace_dir: &Path, crates: &[&str]) -> Vec<(String, Pa
 /// `CACHEDIR.TAG` (this finds it whatever `CARGO_TARGET_DIR` or profile is in use).
 fn target_dir() -> PathBuf {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR is set for build scripts"));
-    out_dir
-        .ancestors()
-        .find(|p| p.join("CACHEDIR.TAG").is_file())
-        .map(Path::to_path_buf)
-        .unwrap_or(out_dir)
+    out_dir.ancestors().find(|p| p.join("CACHEDIR.TAG").is_file()).map(Path::to_path_buf).unwrap_or(out_dir)
 }
 
 fn ensure_target() {
@@ -84,7 +88,9 @@ fn ensure_target() {
             assert!(ok, "the {TARGET} target is missing and `rustup target add {TARGET}` failed; run it by hand");
         }
         // No rustup: the toolchain may still have the target; the build will say if not.
-        Err(_) => println!("cargo:warning=rustup not found; assuming the {TARGET} target is installed (else: rustup target add {TARGET})"),
+        Err(_) => println!(
+            "cargo:warning=rustup not found; assuming the {TARGET} target is installed (else: rustup target add {TARGET})"
+        ),
     }
 }
 

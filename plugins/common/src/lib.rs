@@ -18,13 +18,9 @@ pub const MAX_LINE_CHARS: usize = 2000;
 
 /// The workspace's absolute path, which the host gives every call.
 pub fn workspace() -> Result<PathBuf, ToolError> {
-    toolhost_sdk::context_get_as::<String>(WORKSPACE_KEY)
-        .map(PathBuf::from)
-        .ok_or_else(|| {
-            ToolError::Failed(format!(
-                "the host did not say where the workspace is (context key {WORKSPACE_KEY})"
-            ))
-        })
+    toolhost_sdk::context_get_as::<String>(WORKSPACE_KEY).map(PathBuf::from).ok_or_else(|| {
+        ToolError::Failed(format!("the host did not say where the workspace is (context key {WORKSPACE_KEY})"))
+    })
 }
 
 /// Resolve a path the model gave against the workspace (see [`resolve_in`]) and refuse it
@@ -132,10 +128,7 @@ impl FileState {
             // Without a modification time, the size alone has to do.
             Err(_) => "unknown".to_string(),
         };
-        FileState {
-            mtime_ns,
-            size: meta.len(),
-        }
+        FileState { mtime_ns, size: meta.len() }
     }
 
     /// The context key for a file's state: `read:` and its absolute, normalised path.
@@ -158,12 +151,9 @@ pub fn sort_newest_first(files: &mut [(PathBuf, SystemTime)]) {
 pub fn truncate_line(line: &str) -> std::borrow::Cow<'_, str> {
     match line.char_indices().nth(MAX_LINE_CHARS) {
         None => line.into(),
-        Some((cut, _)) => format!(
-            "{}... [line truncated: {} characters in all]",
-            &line[..cut],
-            line.chars().count()
-        )
-        .into(),
+        Some((cut, _)) => {
+            format!("{}... [line truncated: {} characters in all]", &line[..cut], line.chars().count()).into()
+        }
     }
 }
 
@@ -174,12 +164,7 @@ pub fn numbered_line(number: u64, line: &str) -> String {
 
 /// Lines in `cat -n` format, numbered from `first`, joined by newlines.
 pub fn cat_n<'a>(first: u64, lines: impl IntoIterator<Item = &'a str>) -> String {
-    lines
-        .into_iter()
-        .zip(first..)
-        .map(|(line, number)| numbered_line(number, line))
-        .collect::<Vec<_>>()
-        .join("\n")
+    lines.into_iter().zip(first..).map(|(line, number)| numbered_line(number, line)).collect::<Vec<_>>().join("\n")
 }
 
 /// A directory walker that skips what ripgrep skips: hidden files, and whatever `.gitignore`,
@@ -188,10 +173,25 @@ pub fn cat_n<'a>(first: u64, lines: impl IntoIterator<Item = &'a str>) -> String
 /// results are deterministic.
 pub fn walker(dir: &Path) -> ignore::WalkBuilder {
     let mut builder = ignore::WalkBuilder::new(dir);
-    builder
-        .require_git(false)
-        .git_global(false)
-        .sort_by_file_name(|a, b| a.cmp(b));
+    builder.require_git(false).git_global(false).sort_by_file_name(|a, b| a.cmp(b));
+    // The walker finds the ignore files of parent directories through `canonicalize`, which
+    // WASI does not offer, so a search under `src/` would miss the workspace's `.gitignore`.
+    // Add the ignore files between the workspace root and `dir` by hand.
+    if let Ok(ws) = workspace() {
+        if dir != ws && dir.starts_with(&ws) {
+            for ancestor in dir.ancestors().skip(1) {
+                for name in [".gitignore", ".ignore"] {
+                    let file = ancestor.join(name);
+                    if file.is_file() {
+                        builder.add_ignore(file);
+                    }
+                }
+                if ancestor == ws {
+                    break;
+                }
+            }
+        }
+    }
     builder
 }
 
@@ -202,9 +202,7 @@ pub fn walked_file(entry: &ignore::DirEntry) -> Option<Metadata> {
     if file_type.is_file() {
         entry.metadata().ok()
     } else if file_type.is_symlink() {
-        std::fs::metadata(entry.path())
-            .ok()
-            .filter(Metadata::is_file)
+        std::fs::metadata(entry.path()).ok().filter(Metadata::is_file)
     } else {
         None
     }
@@ -217,14 +215,8 @@ mod tests {
     #[test]
     fn relative_paths_join_the_workspace() {
         let ws = Path::new("/home/u/proj");
-        assert_eq!(
-            resolve_in(ws, "src/main.rs"),
-            Path::new("/home/u/proj/src/main.rs")
-        );
-        assert_eq!(
-            resolve_in(ws, "./src/../Cargo.toml"),
-            Path::new("/home/u/proj/Cargo.toml")
-        );
+        assert_eq!(resolve_in(ws, "src/main.rs"), Path::new("/home/u/proj/src/main.rs"));
+        assert_eq!(resolve_in(ws, "./src/../Cargo.toml"), Path::new("/home/u/proj/Cargo.toml"));
         assert_eq!(resolve_in(ws, "."), Path::new("/home/u/proj"));
         assert_eq!(resolve_in(ws, "../other/x"), Path::new("/home/u/other/x"));
     }
@@ -248,29 +240,12 @@ mod tests {
     fn io_errors_name_the_path_and_classify() {
         let ws = Some(Path::new("/ws"));
         let err = |kind| io::Error::from(kind);
-        let denied = io_error_in(
-            ws,
-            "reading",
-            Path::new("/ws/a"),
-            err(io::ErrorKind::PermissionDenied),
-        );
+        let denied = io_error_in(ws, "reading", Path::new("/ws/a"), err(io::ErrorKind::PermissionDenied));
         assert!(matches!(denied, ToolError::Denied(m) if m.starts_with("reading /ws/a: ")));
-        let missing = io_error_in(
-            ws,
-            "reading",
-            Path::new("/ws/a"),
-            err(io::ErrorKind::NotFound),
-        );
+        let missing = io_error_in(ws, "reading", Path::new("/ws/a"), err(io::ErrorKind::NotFound));
         assert!(matches!(missing, ToolError::InvalidInput(m) if !m.contains("granted")));
-        let outside = io_error_in(
-            ws,
-            "reading",
-            Path::new("/etc/a"),
-            err(io::ErrorKind::NotFound),
-        );
-        assert!(
-            matches!(outside, ToolError::InvalidInput(m) if m.contains("outside the directories"))
-        );
+        let outside = io_error_in(ws, "reading", Path::new("/etc/a"), err(io::ErrorKind::NotFound));
+        assert!(matches!(outside, ToolError::InvalidInput(m) if m.contains("outside the directories")));
     }
 
     #[test]
@@ -291,11 +266,7 @@ mod tests {
     #[test]
     fn newest_first_then_by_path() {
         let t = |s| UNIX_EPOCH + std::time::Duration::from_secs(s);
-        let mut files = vec![
-            (PathBuf::from("/b"), t(1)),
-            (PathBuf::from("/c"), t(2)),
-            (PathBuf::from("/a"), t(1)),
-        ];
+        let mut files = vec![(PathBuf::from("/b"), t(1)), (PathBuf::from("/c"), t(2)), (PathBuf::from("/a"), t(1))];
         sort_newest_first(&mut files);
         let order: Vec<_> = files.iter().map(|f| f.0.to_str().unwrap()).collect();
         assert_eq!(order, ["/c", "/a", "/b"]);
@@ -303,10 +274,7 @@ mod tests {
 
     #[test]
     fn file_state_round_trips_as_json_with_a_string_mtime() {
-        let state = FileState {
-            mtime_ns: "1714000000123456789".into(),
-            size: 12,
-        };
+        let state = FileState { mtime_ns: "1714000000123456789".into(), size: 12 };
         let json = toolhost_sdk::serde_json::to_string(&state).unwrap();
         assert_eq!(json, r#"{"mtime_ns":"1714000000123456789","size":12}"#);
         assert_eq!(context_key_of("/a/b"), "read:/a/b");

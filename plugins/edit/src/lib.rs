@@ -66,9 +66,7 @@ new_string as its content.\n\
             return Err("file_path must not be empty.".into());
         }
         if input.old_string == input.new_string {
-            return Err(
-                "No changes to make: old_string and new_string are exactly the same.".into(),
-            );
+            return Err("No changes to make: old_string and new_string are exactly the same.".into());
         }
         Ok(())
     }
@@ -90,9 +88,7 @@ new_string as its content.\n\
             Err(e) => return Err(io_error("reading", &path, e)),
         };
         if meta.is_dir() {
-            return Err(ToolError::InvalidInput(format!(
-                "{shown} is a directory, not a file."
-            )));
+            return Err(ToolError::InvalidInput(format!("{shown} is a directory, not a file.")));
         }
         let key = FileState::context_key(&path);
         match context_get_as::<FileState>(&key) {
@@ -104,31 +100,19 @@ new_string as its content.\n\
         }
 
         let content = fs::read(&path).map_err(|e| io_error("reading", &path, e))?;
-        let edited = apply_edit(
-            &content,
-            &input.old_string,
-            &input.new_string,
-            input.replace_all,
-        )
-        .map_err(ToolError::InvalidInput)?;
+        let edited = apply_edit(&content, &input.old_string, &input.new_string, input.replace_all)
+            .map_err(ToolError::InvalidInput)?;
         let writing = |e| io_error("writing", &path, e);
         fs::write(&path, &edited.content).map_err(writing)?;
         let state = FileState::of(&fs::metadata(&path).map_err(writing)?);
 
         let mut text = format!("The file {shown} has been updated successfully.");
         if edited.replacements > 1 {
-            text.push_str(&format!(
-                " All {} occurrences were replaced.",
-                edited.replacements
-            ));
+            text.push_str(&format!(" All {} occurrences were replaced.", edited.replacements));
         }
         let snippet = snippet(&edited.content, edited.first_start, edited.first_len);
         if !snippet.is_empty() {
-            let which = if edited.replacements > 1 {
-                " around the first replacement"
-            } else {
-                ""
-            };
+            let which = if edited.replacements > 1 { " around the first replacement" } else { "" };
             text.push_str(&format!(
                 " Here's the result of running `cat -n` on a snippet of the edited file{which}:\n\
                  {snippet}"
@@ -148,10 +132,8 @@ fn create(path: &Path, content: &str) -> Result<Output, ToolError> {
     let writing = |e| io_error("writing", path, e);
     fs::write(path, content).map_err(writing)?;
     let state = FileState::of(&fs::metadata(path).map_err(writing)?);
-    Ok(
-        Output::text(format!("File created successfully at: {}", path.display()))
-            .with_context(FileState::context_key(path), &state),
-    )
+    Ok(Output::text(format!("File created successfully at: {}", path.display()))
+        .with_context(FileState::context_key(path), &state))
 }
 
 /// A file's content after an edit, and where the first replacement landed in it.
@@ -174,12 +156,7 @@ fn apply_edit(content: &[u8], old: &str, new: &str, replace_all: bool) -> Result
         if !content.is_empty() {
             return Err("Cannot create new file - file already exists.".into());
         }
-        return Ok(Edited {
-            content: new.as_bytes().to_vec(),
-            replacements: 1,
-            first_start: 0,
-            first_len: new.len(),
-        });
+        return Ok(Edited { content: new.as_bytes().to_vec(), replacements: 1, first_start: 0, first_len: new.len() });
     }
     let (find, replace) = if memmem::find(content, b"\r\n").is_some() {
         let (crlf_old, crlf_new) = (to_crlf(old), to_crlf(new));
@@ -195,9 +172,7 @@ fn apply_edit(content: &[u8], old: &str, new: &str, replace_all: bool) -> Result
     let matches: Vec<usize> = memmem::find_iter(content, find.as_bytes()).collect();
     match matches.len() {
         0 => {
-            return Err(format!(
-                "String to replace not found in file.\nString: {old}"
-            ));
+            return Err(format!("String to replace not found in file.\nString: {old}"));
         }
         1 => {}
         n if !replace_all => {
@@ -218,21 +193,12 @@ fn apply_edit(content: &[u8], old: &str, new: &str, replace_all: bool) -> Result
         rest = at + find.len();
     }
     out.extend_from_slice(&content[rest..]);
-    Ok(Edited {
-        content: out,
-        replacements: matches.len(),
-        first_start: matches[0],
-        first_len: replace.len(),
-    })
+    Ok(Edited { content: out, replacements: matches.len(), first_start: matches[0], first_len: replace.len() })
 }
 
 /// `s` with every line break as `\r\n` (whether it had `\n` or already `\r\n`).
 fn to_crlf(s: &str) -> Cow<'_, str> {
-    if s.contains('\n') {
-        Cow::Owned(s.replace("\r\n", "\n").replace('\n', "\r\n"))
-    } else {
-        Cow::Borrowed(s)
-    }
+    if s.contains('\n') { Cow::Owned(s.replace("\r\n", "\n").replace('\n', "\r\n")) } else { Cow::Borrowed(s) }
 }
 
 /// The lines around bytes `start..start + len` of `content`, with a few lines of context, in
@@ -249,9 +215,7 @@ fn snippet(content: &[u8], start: usize, len: usize) -> String {
     let first = newlines(&content[..start]);
     let last = newlines(&content[..(start + len).saturating_sub(1).max(start)]);
     let from = first.saturating_sub(SNIPPET_CONTEXT).min(lines.len() - 1);
-    let to = (last + SNIPPET_CONTEXT)
-        .min(lines.len() - 1)
-        .min(from + SNIPPET_MAX_LINES - 1);
+    let to = (last + SNIPPET_CONTEXT).min(lines.len() - 1).min(from + SNIPPET_MAX_LINES - 1);
     let texts: Vec<String> = lines[from..=to]
         .iter()
         .map(|line| {
@@ -281,14 +245,9 @@ mod tests {
 
     #[test]
     fn refuses_missing_and_ambiguous_strings() {
-        assert_eq!(
-            edit("abc", "x", "y", false).unwrap_err(),
-            "String to replace not found in file.\nString: x"
-        );
+        assert_eq!(edit("abc", "x", "y", false).unwrap_err(), "String to replace not found in file.\nString: x");
         let err = edit("a a a", "a", "b", false).unwrap_err();
-        assert!(
-            err.starts_with("Found 3 matches of the string to replace, but replace_all is false.")
-        );
+        assert!(err.starts_with("Found 3 matches of the string to replace, but replace_all is false."));
         assert!(err.ends_with("\nString: a"));
     }
 
@@ -304,23 +263,14 @@ mod tests {
     #[test]
     fn empty_old_string_fills_only_an_empty_file() {
         assert_eq!(edit("", "", "new", false).unwrap(), "new");
-        assert_eq!(
-            edit("x", "", "new", false).unwrap_err(),
-            "Cannot create new file - file already exists."
-        );
+        assert_eq!(edit("x", "", "new", false).unwrap_err(), "Cannot create new file - file already exists.");
     }
 
     #[test]
     fn crlf_files_match_lf_strings_and_keep_crlf() {
         let text = "one\r\ntwo\r\nthree\r\n";
-        assert_eq!(
-            edit(text, "one\ntwo", "1\n2", false).unwrap(),
-            "1\r\n2\r\nthree\r\n"
-        );
-        assert_eq!(
-            edit(text, "two", "2a\n2b", false).unwrap(),
-            "one\r\n2a\r\n2b\r\nthree\r\n"
-        );
+        assert_eq!(edit(text, "one\ntwo", "1\n2", false).unwrap(), "1\r\n2\r\nthree\r\n");
+        assert_eq!(edit(text, "two", "2a\n2b", false).unwrap(), "one\r\n2a\r\n2b\r\nthree\r\n");
         // Mixed endings: the string as given still matches.
         assert_eq!(edit("a\r\nb\nc", "b\nc", "x", false).unwrap(), "a\r\nx");
     }
@@ -336,10 +286,7 @@ mod tests {
         let content: String = (1..=20).map(|i| format!("line {i}\n")).collect();
         let start = content.find("line 10").unwrap();
         let s = snippet(content.as_bytes(), start, "line 10\n".len());
-        let numbers: Vec<&str> = s
-            .lines()
-            .map(|l| l.split('\t').next().unwrap().trim())
-            .collect();
+        let numbers: Vec<&str> = s.lines().map(|l| l.split('\t').next().unwrap().trim()).collect();
         assert_eq!(numbers, ["6", "7", "8", "9", "10", "11", "12", "13", "14"]);
         assert!(s.contains("    10\tline 10"));
     }
@@ -350,9 +297,6 @@ mod tests {
         assert_eq!(snippet(b"a\nb\n", 4, 0), "     1\ta\n     2\tb");
         assert_eq!(snippet(b"x\r\ny", 0, 1), "     1\tx\n     2\ty");
         let long: String = (1..=100).map(|i| format!("{i}\n")).collect();
-        assert_eq!(
-            snippet(long.as_bytes(), 0, long.len()).lines().count(),
-            SNIPPET_MAX_LINES
-        );
+        assert_eq!(snippet(long.as_bytes(), 0, long.len()).lines().count(), SNIPPET_MAX_LINES);
     }
 }

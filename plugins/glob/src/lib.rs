@@ -78,11 +78,7 @@ either.\n\
             }
             searched += 1;
             let path = entry.path();
-            let candidate = if absolute {
-                path
-            } else {
-                path.strip_prefix(&dir).unwrap_or(path)
-            };
+            let candidate = if absolute { path } else { path.strip_prefix(&dir).unwrap_or(path) };
             // Only matches are stat'ed: on a big tree, that is most of the cost.
             if glob.is_match(candidate)
                 && let Some(meta) = walked_file(&entry)
@@ -90,10 +86,7 @@ either.\n\
                 found.push((entry.into_path(), mtime(&meta)));
             }
         }
-        progress(&format!(
-            "Glob: {} of {searched} files matched",
-            found.len()
-        ));
+        progress(&format!("{} of {searched} files matched", found.len()));
         Ok(Output::text(format_results(found)))
     }
 }
@@ -115,11 +108,7 @@ fn format_results(mut found: Vec<(PathBuf, SystemTime)>) -> String {
         return "No files found".into();
     }
     sort_newest_first(&mut found);
-    let mut lines: Vec<String> = found
-        .iter()
-        .take(MAX_RESULTS)
-        .map(|(path, _)| path.display().to_string())
-        .collect();
+    let mut lines: Vec<String> = found.iter().take(MAX_RESULTS).map(|(path, _)| path.display().to_string()).collect();
     if found.len() > MAX_RESULTS {
         lines.push(TRUNCATED.into());
     }
@@ -161,14 +150,9 @@ mod tests {
     fn results_are_newest_first_and_capped() {
         assert_eq!(format_results(Vec::new()), "No files found");
         let t = |s| UNIX_EPOCH + Duration::from_secs(s);
-        let out = format_results(vec![
-            (PathBuf::from("/old"), t(1)),
-            (PathBuf::from("/new"), t(2)),
-        ]);
+        let out = format_results(vec![(PathBuf::from("/old"), t(1)), (PathBuf::from("/new"), t(2))]);
         assert_eq!(out, "/new\n/old");
-        let many = (0..150)
-            .map(|i| (PathBuf::from(format!("/f{i:03}")), t(i)))
-            .collect();
+        let many = (0..150).map(|i| (PathBuf::from(format!("/f{i:03}")), t(i))).collect();
         let out = format_results(many);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), MAX_RESULTS + 1);

@@ -179,7 +179,7 @@ file paths, \"count\" the number of matching lines per file.\n\
                 }
             }
         }
-        progress(&format!("Grep: searched {searched} files"));
+        progress(&format!("searched {searched} files"));
         let mut text = results.finish();
         if too_large > 0 {
             text.push_str(&format!(
@@ -229,11 +229,7 @@ impl Matcher {
             .parse(&input.pattern)
             .map_err(|e| format!("Invalid regex pattern: {e}"))?;
         let whole_file_prefilter = !hir.properties().look_set().contains_anchor_haystack();
-        Ok(Matcher {
-            regex,
-            multiline,
-            whole_file_prefilter,
-        })
+        Ok(Matcher { regex, multiline, whole_file_prefilter })
     }
 
     /// The (0-based, ascending) lines of `lines` that a match touches. Without multiline, each
@@ -241,20 +237,14 @@ impl Matcher {
     /// match marks every line it spans.
     fn matched_lines(&self, lines: &Lines) -> Vec<usize> {
         if !self.multiline {
-            return (0..lines.len())
-                .filter(|&i| self.regex.is_match(lines.get(i)))
-                .collect();
+            return (0..lines.len()).filter(|&i| self.regex.is_match(lines.get(i))).collect();
         }
         let mut matched: Vec<usize> = Vec::new();
         for m in self.regex.find_iter(lines.buf) {
             let Some(first) = lines.line_of(m.start()) else {
                 continue;
             };
-            let last = if m.end() > m.start() {
-                lines.line_of(m.end() - 1).unwrap_or(first)
-            } else {
-                first
-            };
+            let last = if m.end() > m.start() { lines.line_of(m.end() - 1).unwrap_or(first) } else { first };
             let from = matched.last().map_or(first, |&seen| first.max(seen + 1));
             matched.extend(from..=last);
         }
@@ -275,11 +265,7 @@ impl<'a> Lines<'a> {
         let mut starts = Vec::new();
         if !buf.is_empty() {
             starts.push(0);
-            starts.extend(
-                memchr::memchr_iter(b'\n', buf)
-                    .map(|at| at + 1)
-                    .filter(|&start| start < buf.len()),
-            );
+            starts.extend(memchr::memchr_iter(b'\n', buf).map(|at| at + 1).filter(|&start| start < buf.len()));
         }
         Lines { buf, starts }
     }
@@ -331,14 +317,7 @@ struct Results {
 
 impl Results {
     fn new(mode: OutputMode, layout: Layout, head_limit: Option<usize>) -> Self {
-        Results {
-            mode,
-            layout,
-            head_limit,
-            files: Vec::new(),
-            counts: Vec::new(),
-            lines: Vec::new(),
-        }
+        Results { mode, layout, head_limit, files: Vec::new(), counts: Vec::new(), lines: Vec::new() }
     }
 
     /// Search one file's contents and record what matched.
@@ -353,9 +332,7 @@ impl Results {
         }
         match self.mode {
             OutputMode::FilesWithMatches => self.files.push((path.to_path_buf(), modified)),
-            OutputMode::Count => self
-                .counts
-                .push((path.display().to_string(), matched.len())),
+            OutputMode::Count => self.counts.push((path.display().to_string(), matched.len())),
             OutputMode::Content => {
                 let path = path.display().to_string();
                 content_lines(&path, &lines, &matched, self.layout, &mut self.lines);
@@ -382,13 +359,7 @@ impl Results {
 /// a match and `PATH-LINE-text` for context (`PATH:text` / `PATH-text` without line numbers).
 /// When context was asked for, `--` separates groups that are not adjacent, also from the
 /// earlier files' lines already in `out`.
-fn content_lines(
-    path: &str,
-    lines: &Lines,
-    matched: &[usize],
-    layout: Layout,
-    out: &mut Vec<String>,
-) {
+fn content_lines(path: &str, lines: &Lines, matched: &[usize], layout: Layout, out: &mut Vec<String>) {
     let (before, after) = (layout.before, layout.after);
     let mut groups: Vec<(usize, usize)> = Vec::new();
     for &m in matched {
@@ -403,11 +374,7 @@ fn content_lines(
             out.push("--".into());
         }
         for i in from..=to {
-            let sep = if matched.binary_search(&i).is_ok() {
-                ':'
-            } else {
-                '-'
-            };
+            let sep = if matched.binary_search(&i).is_ok() { ':' } else { '-' };
             let text = String::from_utf8_lossy(lines.get(i));
             let text = truncate_line(&text);
             out.push(if layout.line_numbers {
@@ -446,10 +413,7 @@ fn count_output(counts: &[(String, usize)], head_limit: Option<usize>) -> String
     let total: usize = counts.iter().map(|(_, n)| n).sum();
     let files = counts.len();
     let shown = head_limit.map_or(files, |limit| limit.min(files));
-    let mut lines: Vec<String> = counts[..shown]
-        .iter()
-        .map(|(path, n)| format!("{path}:{n}"))
-        .collect();
+    let mut lines: Vec<String> = counts[..shown].iter().map(|(path, n)| format!("{path}:{n}")).collect();
     if shown < files {
         lines.push(format!("(showing the first {shown} of {files} files)"));
     }
@@ -536,9 +500,7 @@ fn split_globs(globs: &str) -> Vec<String> {
 fn build_overrides(root: &Path, globs: &str) -> Result<Override, String> {
     let mut builder = OverrideBuilder::new(root);
     for glob in split_globs(globs) {
-        builder
-            .add(&glob)
-            .map_err(|e| format!("Invalid glob {glob:?}: {e}"))?;
+        builder.add(&glob).map_err(|e| format!("Invalid glob {glob:?}: {e}"))?;
     }
     builder.build().map_err(|e| format!("Invalid glob: {e}"))
 }
@@ -549,15 +511,8 @@ fn build_types(name: &str) -> Result<Types, String> {
     builder.add_defaults();
     builder.select(name);
     builder.build().map_err(|_| {
-        let known: Vec<String> = builder
-            .definitions()
-            .iter()
-            .map(|def| def.name().to_string())
-            .collect();
-        format!(
-            "Unknown file type {name:?}. Known types: {}.",
-            known.join(", ")
-        )
+        let known: Vec<String> = builder.definitions().iter().map(|def| def.name().to_string()).collect();
+        format!("Unknown file type {name:?}. Known types: {}.", known.join(", "))
     })
 }
 
@@ -586,11 +541,7 @@ mod tests {
     }
 
     fn layout(before: usize, after: usize, line_numbers: bool) -> Layout {
-        Layout {
-            line_numbers,
-            before,
-            after,
-        }
+        Layout { line_numbers, before, after }
     }
 
     fn matched(input: &Input, text: &str) -> Vec<usize> {
@@ -656,16 +607,10 @@ mod tests {
     fn types_and_globs_are_checked() {
         assert!(build_types("rust").is_ok());
         let err = build_types("nosuchtype").unwrap_err();
-        assert!(
-            err.starts_with("Unknown file type \"nosuchtype\". Known types: "),
-            "{err}"
-        );
+        assert!(err.starts_with("Unknown file type \"nosuchtype\". Known types: "), "{err}");
         assert!(err.contains("rust"), "{err}");
         assert_eq!(split_globs("*.{ts,tsx}"), ["*.{ts,tsx}"]);
-        assert_eq!(
-            split_globs(" *.ts, *.js  !x/** "),
-            ["*.ts", "*.js", "!x/**"]
-        );
+        assert_eq!(split_globs(" *.ts, *.js  !x/** "), ["*.ts", "*.js", "!x/**"]);
         let ov = build_overrides(Path::new("/r"), "*.rs").unwrap();
         assert!(ov.matched("/r/src/a.rs", false).is_whitelist());
         assert!(ov.matched("/r/src/a.js", false).is_ignore());
@@ -678,26 +623,9 @@ mod tests {
         let lines = Lines::new(text.as_bytes());
         let mut out = Vec::new();
         content_lines("/p", &lines, &[1, 6], layout(1, 1, true), &mut out);
-        assert_eq!(
-            out,
-            [
-                "/p-1-a",
-                "/p:2:match1",
-                "/p-3-b",
-                "--",
-                "/p-6-e",
-                "/p:7:match2",
-                "/p-8-f"
-            ]
-        );
+        assert_eq!(out, ["/p-1-a", "/p:2:match1", "/p-3-b", "--", "/p-6-e", "/p:7:match2", "/p-8-f"]);
         // A second file continues after a separator.
-        content_lines(
-            "/q",
-            &Lines::new(b"x\n"),
-            &[0],
-            layout(1, 1, true),
-            &mut out,
-        );
+        content_lines("/q", &Lines::new(b"x\n"), &[0], layout(1, 1, true), &mut out);
         assert_eq!(out[7..], ["--", "/q:1:x"]);
     }
 
@@ -721,17 +649,11 @@ mod tests {
         r.add(&matcher, Path::new("/a"), t, b"x\nx\ny\n");
         r.add(&matcher, Path::new("/b"), t, b"nothing\n");
         r.add(&matcher, Path::new("/c"), t, b"xx\n");
-        assert_eq!(
-            r.finish(),
-            "/a:2\n/c:1\n\nFound 3 total occurrences across 2 files."
-        );
+        assert_eq!(r.finish(), "/a:2\n/c:1\n\nFound 3 total occurrences across 2 files.");
         let mut r = Results::new(OutputMode::Content, layout(0, 0, true), Some(1));
         r.add(&matcher, Path::new("/a"), t, b"x\nx\n");
         assert!(r.is_full());
-        assert!(
-            r.finish()
-                .starts_with("/a:1:x\n\n(Showing the first 1 lines")
-        );
+        assert!(r.finish().starts_with("/a:1:x\n\n(Showing the first 1 lines"));
     }
 
     #[test]
@@ -739,28 +661,16 @@ mod tests {
         let t = |s| UNIX_EPOCH + Duration::from_secs(s);
         assert_eq!(files_output(Vec::new(), None), "No files found");
         let files = vec![(PathBuf::from("/old"), t(1)), (PathBuf::from("/new"), t(2))];
-        assert_eq!(
-            files_output(files.clone(), None),
-            "Found 2 files\n/new\n/old"
-        );
-        assert_eq!(
-            files_output(files, Some(1)),
-            "Found 2 files (showing the first 1)\n/new"
-        );
-        assert_eq!(
-            files_output(vec![(PathBuf::from("/x"), t(1))], None),
-            "Found 1 file\n/x"
-        );
+        assert_eq!(files_output(files.clone(), None), "Found 2 files\n/new\n/old");
+        assert_eq!(files_output(files, Some(1)), "Found 2 files (showing the first 1)\n/new");
+        assert_eq!(files_output(vec![(PathBuf::from("/x"), t(1))], None), "Found 1 file\n/x");
     }
 
     #[test]
     fn empty_results_say_so() {
         assert_eq!(count_output(&[], None), "No matches found");
         assert_eq!(content_output(Vec::new(), Some(3)), "No matches found");
-        assert_eq!(
-            count_output(&[("/a".into(), 1)], None),
-            "/a:1\n\nFound 1 total occurrence across 1 file."
-        );
+        assert_eq!(count_output(&[("/a".into(), 1)], None), "/a:1\n\nFound 1 total occurrence across 1 file.");
     }
 
     #[test]

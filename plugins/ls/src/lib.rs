@@ -51,8 +51,7 @@ impl Tool for Ls {
     }
 
     fn call(input: Input) -> Result<Output, ToolError> {
-        let skip = ignore_set(input.ignore.as_deref().unwrap_or_default())
-            .map_err(ToolError::InvalidInput)?;
+        let skip = ignore_set(input.ignore.as_deref().unwrap_or_default()).map_err(ToolError::InvalidInput)?;
         let root = resolve(&input.path)?;
         let listing = |e| io_error("listing", &root, e);
         let meta = fs::metadata(&root).map_err(listing)?;
@@ -76,9 +75,7 @@ fn ignore_set(patterns: &[String]) -> Result<GlobSet, String> {
         let glob = Glob::new(trimmed).map_err(|e| format!("Invalid ignore pattern: {e}"))?;
         builder.add(glob);
     }
-    builder
-        .build()
-        .map_err(|e| format!("Invalid ignore pattern: {e}"))
+    builder.build().map_err(|e| format!("Invalid ignore pattern: {e}"))
 }
 
 /// A listed directory's entries: index 0 is the root, every other node a file or directory.
@@ -103,11 +100,7 @@ struct Node {
 /// listed empty; only an unreadable `root` is an error.
 fn collect(root: &Path, skip: &GlobSet, limit: usize) -> io::Result<Tree> {
     let mut tree = Tree::default();
-    tree.nodes.push(Node {
-        name: String::new(),
-        is_dir: true,
-        children: Vec::new(),
-    });
+    tree.nodes.push(Node { name: String::new(), is_dir: true, children: Vec::new() });
     let mut queue = VecDeque::from([(0usize, PathBuf::new())]);
     while let Some((parent, relative)) = queue.pop_front() {
         let entries = match fs::read_dir(root.join(&relative)) {
@@ -122,11 +115,7 @@ fn collect(root: &Path, skip: &GlobSet, limit: usize) -> io::Result<Tree> {
                 let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
                 (name, is_dir)
             })
-            .filter(|(name, _)| {
-                !name.starts_with('.')
-                    && !skip.is_match(name)
-                    && !skip.is_match(relative.join(name))
-            })
+            .filter(|(name, _)| !name.starts_with('.') && !skip.is_match(name) && !skip.is_match(relative.join(name)))
             .collect();
         children.sort();
         for (name, is_dir) in children {
@@ -139,11 +128,7 @@ fn collect(root: &Path, skip: &GlobSet, limit: usize) -> io::Result<Tree> {
             if is_dir {
                 queue.push_back((index, relative.join(&name)));
             }
-            tree.nodes.push(Node {
-                name,
-                is_dir,
-                children: Vec::new(),
-            });
+            tree.nodes.push(Node { name, is_dir, children: Vec::new() });
         }
     }
     Ok(tree)
@@ -155,12 +140,7 @@ fn render(root: &Path, tree: &Tree) -> String {
     let root = root.display().to_string();
     let mut lines = vec![format!("- {}/", root.trim_end_matches('/'))];
     // Depth-first with an explicit stack: children pushed in reverse come out in order.
-    let mut stack: Vec<(usize, usize)> = tree.nodes[0]
-        .children
-        .iter()
-        .rev()
-        .map(|&c| (c, 1))
-        .collect();
+    let mut stack: Vec<(usize, usize)> = tree.nodes[0].children.iter().rev().map(|&c| (c, 1)).collect();
     while let Some((index, depth)) = stack.pop() {
         let node = &tree.nodes[index];
         let slash = if node.is_dir { "/" } else { "" };
@@ -215,14 +195,7 @@ mod tests {
     #[test]
     fn lists_a_sorted_tree_without_hidden_entries() {
         let dir = TempDir::new("tree");
-        for f in [
-            "b.txt",
-            "a/z.rs",
-            "a/c/d.rs",
-            ".hidden/x",
-            ".env",
-            "a/.git/config",
-        ] {
+        for f in ["b.txt", "a/z.rs", "a/c/d.rs", ".hidden/x", ".env", "a/.git/config"] {
             dir.file(f);
         }
         fs::create_dir(dir.0.join("empty")).unwrap();
@@ -235,13 +208,7 @@ mod tests {
     #[test]
     fn ignore_patterns_match_names_and_relative_paths() {
         let dir = TempDir::new("ignore");
-        for f in [
-            "keep.rs",
-            "x.log",
-            "target/debug/a",
-            "src/gen/b.rs",
-            "src/c.rs",
-        ] {
+        for f in ["keep.rs", "x.log", "target/debug/a", "src/gen/b.rs", "src/c.rs"] {
             dir.file(f);
         }
         assert_eq!(
@@ -258,22 +225,13 @@ mod tests {
             dir.file(f);
         }
         let out = list(&dir, &[], 3);
-        assert!(
-            out.starts_with("- ROOT/\n  - a/\n  - b\n  - c\n\n(There are more than"),
-            "{out}"
-        );
+        assert!(out.starts_with("- ROOT/\n  - a/\n  - b\n  - c\n\n(There are more than"), "{out}");
     }
 
     #[test]
     fn root_is_shown_with_one_slash() {
-        let tree = Tree {
-            nodes: vec![Node {
-                name: String::new(),
-                is_dir: true,
-                children: Vec::new(),
-            }],
-            truncated: false,
-        };
+        let tree =
+            Tree { nodes: vec![Node { name: String::new(), is_dir: true, children: Vec::new() }], truncated: false };
         assert_eq!(render(Path::new("/"), &tree), "- /");
         assert_eq!(render(Path::new("/a/b"), &tree), "- /a/b/");
     }

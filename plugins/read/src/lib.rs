@@ -15,8 +15,7 @@ const DEFAULT_LIMIT: u64 = 2000;
 /// Largest image returned; bigger ones would not fit a request to the model anyway.
 const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 /// What an empty file reads as, so the model does not mistake it for a failed read.
-const EMPTY_FILE: &str =
-    "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>";
+const EMPTY_FILE: &str = "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>";
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -59,16 +58,12 @@ prefix is not part of the file: never copy it into Edit's old_string or new_stri
             return Err("file_path must not be empty.".into());
         }
         if input.offset == Some(0) {
-            return Err(
-                "offset is a 1-based line number: use 1 (or leave offset out) to start \
+            return Err("offset is a 1-based line number: use 1 (or leave offset out) to start \
                         at the first line."
-                    .into(),
-            );
+                .into());
         }
         if input.limit == Some(0) {
-            return Err(
-                "limit must be at least 1 (or leave it out to read up to 2000 lines).".into(),
-            );
+            return Err("limit must be at least 1 (or leave it out to read up to 2000 lines).".into());
         }
         Ok(())
     }
@@ -78,10 +73,7 @@ prefix is not part of the file: never copy it into Edit's old_string or new_stri
         let reading = |e| io_error("reading", &path, e);
         let meta = fs::metadata(&path).map_err(reading)?;
         if meta.is_dir() {
-            return Err(ToolError::InvalidInput(format!(
-                "{} is a directory; use LS to list it.",
-                path.display()
-            )));
+            return Err(ToolError::InvalidInput(format!("{} is a directory; use LS to list it.", path.display())));
         }
         // Taken before the contents: if the file changes while being read, Edit sees a
         // different state and asks for a fresh Read, which is the safe way round.
@@ -190,10 +182,7 @@ mod tests {
         assert_eq!(show(b"", 1, 2000), EMPTY_FILE);
         assert_eq!(show(b"", 7, 2000), EMPTY_FILE);
         let past = show(b"a\nb\n", 3, 2000);
-        assert!(
-            past.contains("shorter than the provided offset (3)"),
-            "{past}"
-        );
+        assert!(past.contains("shorter than the provided offset (3)"), "{past}");
         assert!(past.contains("The file has 2 lines."), "{past}");
     }
 

@@ -86,9 +86,7 @@ impl ToolError {
 impl std::fmt::Display for ToolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ToolError::InvalidInput(m) | ToolError::Denied(m) | ToolError::Failed(m) => {
-                f.write_str(m)
-            }
+            ToolError::InvalidInput(m) | ToolError::Denied(m) | ToolError::Failed(m) => f.write_str(m),
         }
     }
 }
@@ -124,10 +122,7 @@ impl Output {
 
     /// Append an image block.
     pub fn with_image(mut self, media_type: impl Into<String>, data: Vec<u8>) -> Self {
-        self.content.push(wt::ContentBlock::Image(Image {
-            media_type: media_type.into(),
-            data,
-        }));
+        self.content.push(wt::ContentBlock::Image(Image { media_type: media_type.into(), data }));
         self
     }
 
@@ -135,19 +130,13 @@ impl Output {
     /// is done. Later calls read it with [`context_get`].
     pub fn with_context<T: Serialize>(mut self, key: impl Into<String>, value: &T) -> Self {
         let value = serde_json::to_string(value).expect("context values serialise to JSON");
-        self.context_updates.push(wt::ContextUpdate {
-            key: key.into(),
-            value: Some(value),
-        });
+        self.context_updates.push(wt::ContextUpdate { key: key.into(), value: Some(value) });
         self
     }
 
     /// Delete `key` from the session's context map once this call is done.
     pub fn without_context(mut self, key: impl Into<String>) -> Self {
-        self.context_updates.push(wt::ContextUpdate {
-            key: key.into(),
-            value: None,
-        });
+        self.context_updates.push(wt::ContextUpdate { key: key.into(), value: None });
         self
     }
 }
@@ -205,8 +194,7 @@ pub fn context_get_as<T: DeserializeOwned>(key: &str) -> Option<T> {
 }
 
 fn parse<T: Tool>(input: &str) -> Result<T::Input, String> {
-    serde_json::from_str(input)
-        .map_err(|e| format!("{}: input does not match its schema: {e}", T::NAME))
+    serde_json::from_str(input).map_err(|e| format!("{}: input does not match its schema: {e}", T::NAME))
 }
 
 #[doc(hidden)]
@@ -228,9 +216,7 @@ pub mod __private {
     }
 
     pub fn is_concurrency_safe<T: Tool>(input: &str) -> bool {
-        parse::<T>(input)
-            .map(|i| T::is_concurrency_safe(&i))
-            .unwrap_or(false)
+        parse::<T>(input).map(|i| T::is_concurrency_safe(&i)).unwrap_or(false)
     }
 
     pub fn validate<T: Tool>(input: &str) -> Result<(), String> {
@@ -240,10 +226,7 @@ pub mod __private {
     pub fn call<T: Tool>(input: &str) -> Result<wt::ToolOutput, wt::ToolError> {
         let input = parse::<T>(input).map_err(wt::ToolError::InvalidInput)?;
         let out = T::call(input).map_err(wt::ToolError::from)?;
-        Ok(wt::ToolOutput {
-            content: out.content,
-            context_updates: out.context_updates,
-        })
+        Ok(wt::ToolOutput { content: out.content, context_updates: out.context_updates })
     }
 }
 

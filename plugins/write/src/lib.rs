@@ -51,10 +51,7 @@ new files, or to replace a file's whole content.\n\
         let path = resolve(&input.file_path)?;
         let existed = match fs::metadata(&path) {
             Ok(meta) if meta.is_dir() => {
-                return Err(ToolError::InvalidInput(format!(
-                    "{} is a directory, not a file.",
-                    path.display()
-                )));
+                return Err(ToolError::InvalidInput(format!("{} is a directory, not a file.", path.display())));
             }
             Ok(_) => true,
             Err(e) if e.kind() == ErrorKind::NotFound => false,
@@ -102,10 +99,7 @@ mod tests {
 
     #[test]
     fn validate_rejects_an_empty_path() {
-        let input = Input {
-            file_path: " ".into(),
-            content: String::new(),
-        };
+        let input = Input { file_path: " ".into(), content: String::new() };
         assert!(Write::validate(&input).is_err());
     }
 }

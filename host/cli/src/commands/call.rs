@@ -41,9 +41,10 @@ impl CallCommand {
         let loaded = setup::load(global, global.verbose > 0).await?;
         let session = match &self.session {
             Some(path) if path.exists() => {
-                let text = std::fs::read_to_string(path).with_context(|| format!("reading session {}", path.display()))?;
-                let map: BTreeMap<String, String> =
-                    serde_json::from_str(&text).with_context(|| format!("session file {} is not a JSON object of strings", path.display()))?;
+                let text =
+                    std::fs::read_to_string(path).with_context(|| format!("reading session {}", path.display()))?;
+                let map: BTreeMap<String, String> = serde_json::from_str(&text)
+                    .with_context(|| format!("session file {} is not a JSON object of strings", path.display()))?;
                 Session::from_map(map)
             }
             _ => Session::new(),
@@ -54,13 +55,13 @@ impl CallCommand {
             std::fs::write(path, text).with_context(|| format!("writing session {}", path.display()))?;
         }
         if self.json {
-            println!("{}", serde_json::to_string(&result)?);
+            crate::output::outln!("{}", serde_json::to_string(&result)?);
         } else {
             for block in &result.content {
                 match block {
-                    ContentBlock::Text { text } => println!("{text}"),
+                    ContentBlock::Text { text } => crate::output::outln!("{text}"),
                     ContentBlock::Image { source } => {
-                        println!("[image {} ({} base64 characters)]", source.media_type, source.data.len())
+                        crate::output::outln!("[image {} ({} base64 characters)]", source.media_type, source.data.len())
                     }
                 }
             }

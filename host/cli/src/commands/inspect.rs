@@ -22,27 +22,27 @@ impl InspectCommand {
         let cache = setup::cache_dir();
         let i = toolhost::inspect(&engine, &source, cache.as_deref()).await?;
         if self.json {
-            println!("{}", serde_json::to_string_pretty(&i)?);
+            crate::output::outln!("{}", serde_json::to_string_pretty(&i)?);
             return Ok(0);
         }
-        println!("file:        {}", self.file.display());
-        println!("size:        {} bytes", i.size);
-        println!("sha256:      {}", i.sha256);
-        println!("name:        {}", i.info.name);
-        println!("read-only:   {}", i.info.read_only);
-        println!("subject:     {}", i.info.permission_subject.as_deref().unwrap_or("(none)"));
+        crate::output::outln!("file:        {}", self.file.display());
+        crate::output::outln!("size:        {} bytes", i.size);
+        crate::output::outln!("sha256:      {}", i.sha256);
+        crate::output::outln!("name:        {}", i.info.name);
+        crate::output::outln!("read-only:   {}", i.info.read_only);
+        crate::output::outln!("subject:     {}", i.info.permission_subject.as_deref().unwrap_or("(none)"));
         let ceiling: Vec<String> = i.info.capabilities.iter().map(ToString::to_string).collect();
-        println!("ceiling:     {}", if ceiling.is_empty() { "nothing".into() } else { ceiling.join(", ") });
-        println!("imports:");
+        crate::output::outln!("ceiling:     {}", if ceiling.is_empty() { "nothing".into() } else { ceiling.join(", ") });
+        crate::output::outln!("imports:");
         for name in &i.imports {
-            println!("  {name}");
+            crate::output::outln!("  {name}");
         }
-        println!("exports:");
+        crate::output::outln!("exports:");
         for name in &i.exports {
-            println!("  {name}");
+            crate::output::outln!("  {name}");
         }
-        println!("description:\n  {}", i.info.description.replace('\n', "\n  "));
-        println!("input schema:\n{}", serde_json::to_string_pretty(&i.info.input_schema)?);
+        crate::output::outln!("description:\n  {}", i.info.description.replace('\n', "\n  "));
+        crate::output::outln!("input schema:\n{}", serde_json::to_string_pretty(&i.info.input_schema)?);
         Ok(0)
     }
 }

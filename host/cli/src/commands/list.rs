@@ -40,19 +40,19 @@ impl ListCommand {
                 })
                 .collect();
             let out = json!({ "workspace": rt.workspace(), "tools": tools, "load_errors": loaded.load_errors });
-            println!("{}", serde_json::to_string_pretty(&out)?);
+            crate::output::outln!("{}", serde_json::to_string_pretty(&out)?);
         } else {
-            println!("workspace: {}", rt.workspace().display());
+            crate::output::outln!("workspace: {}", rt.workspace().display());
             for t in rt.tools() {
                 let kind = if t.info.read_only { "read-only" } else { "read-write" };
-                println!("\n{} ({kind}, {})", t.info.name, t.origin);
+                crate::output::outln!("\n{} ({kind}, {})", t.info.name, t.origin);
                 let first = t.info.description.lines().next().unwrap_or("");
-                println!("  {first}");
-                println!("  ceiling: {}", caps(&t.info.capabilities));
-                println!("  granted: {}", caps(&t.effective.capabilities()));
+                crate::output::outln!("  {first}");
+                crate::output::outln!("  ceiling: {}", caps(&t.info.capabilities));
+                crate::output::outln!("  granted: {}", caps(&t.effective.capabilities()));
             }
             if !loaded.load_errors.is_empty() {
-                println!("\n{} tool(s) failed to load (see the warnings above)", loaded.load_errors.len());
+                crate::output::outln!("\n{} tool(s) failed to load (see the warnings above)", loaded.load_errors.len());
             }
         }
         Ok(0)

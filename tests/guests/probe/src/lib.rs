@@ -38,7 +38,8 @@ fn need<'a>(value: &'a Option<String>, what: &str) -> Result<&'a str, ToolError>
 impl Tool for Probe {
     type Input = Input;
     const NAME: &'static str = "Probe";
-    const DESCRIPTION: &'static str = "Reads, writes and lists files and reads environment variables, for sandbox tests.";
+    const DESCRIPTION: &'static str =
+        "Reads, writes and lists files and reads environment variables, for sandbox tests.";
 
     fn capabilities() -> Vec<Capability> {
         vec![Capability::FsWrite("/".into()), Capability::Env("*".into())]
@@ -59,7 +60,8 @@ impl Tool for Probe {
         match input.op {
             Op::Read => {
                 let path = need(&input.path, "path")?;
-                let text = std::fs::read_to_string(path).map_err(|e| ToolError::from_io(format!("reading {path}"), &e))?;
+                let text =
+                    std::fs::read_to_string(path).map_err(|e| ToolError::from_io(format!("reading {path}"), &e))?;
                 Ok(Output::text(text))
             }
             Op::Write => {

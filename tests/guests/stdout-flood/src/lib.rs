@@ -1,5 +1,6 @@
-//! `StdoutFlood`: writes 10 MiB to stdout and 10 MiB to stderr, then returns "done". The
-//! host must cap what it keeps and still return the result.
+//! `StdoutFlood`: writes 10 MiB to stdout and 10 MiB to stderr, then returns "done" (or, with
+//! `then_panic`, panics). The host must cap what it keeps, still return the result, and still
+//! find a panic message at the end of the flood.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -7,7 +8,10 @@ use std::io::Write;
 use toolhost_sdk::{Output, Tool, ToolError, export_tool};
 
 #[derive(Deserialize, JsonSchema)]
-struct Input {}
+struct Input {
+    /// Panic after the flood instead of returning.
+    then_panic: Option<bool>,
+}
 
 struct StdoutFlood;
 
@@ -18,7 +22,7 @@ impl Tool for StdoutFlood {
     const NAME: &'static str = "StdoutFlood";
     const DESCRIPTION: &'static str = "Writes 10 MiB to stdout and to stderr, then returns \"done\".";
 
-    fn call(_input: Input) -> Result<Output, ToolError> {
+    fn call(input: Input) -> Result<Output, ToolError> {
         let chunk = vec![b'x'; 64 << 10];
         let mut out = std::io::stdout().lock();
         let mut err = std::io::stderr().lock();
@@ -27,6 +31,10 @@ impl Tool for StdoutFlood {
             err.write_all(&chunk).map_err(|e| ToolError::from_io("writing stderr", &e))?;
         }
         out.flush().map_err(|e| ToolError::from_io("flushing stdout", &e))?;
+        drop((out, err));
+        if input.then_panic.unwrap_or(false) {
+            panic!("flooded and then panicked");
+        }
         Ok(Output::text("done"))
     }
 }
