@@ -1,5 +1,12 @@
 //! A grant becomes a WASI context, per call. Every sandbox knob is set explicitly: no inherited
 //! stdio, environment or network; preopens only for granted directories.
+//!
+//! Granted directories are preopened at their real absolute paths and nowhere else. The
+//! workspace is deliberately *not* also preopened as `.`: wasi-libc resolves both relative
+//! paths and absolute paths that match no preopen against a `.` preopen, so `/etc/passwd`
+//! would silently become `WORKSPACE/etc/passwd` (and a write to `/x` would create
+//! `WORKSPACE/x`). Relative paths instead resolve against the current directory: the WASI
+//! `initial-cwd` is the workspace, and the Rust SDK changes to it before `call`.
 
 use crate::capture::CapturePipe;
 use std::collections::BTreeMap;
@@ -17,6 +24,9 @@ pub(crate) fn wasi_ctx(
     stderr: &CapturePipe,
 ) -> Result<WasiCtx, String> {
     let mut b = WasiCtxBuilder::new();
+    // File operations are short; running them on the calling thread instead of a blocking
+    // pool makes each one several times cheaper (set before the preopens, which capture it).
+    b.allow_blocking_current_thread(true);
     b.stdout(stdout.clone())
         .stderr(stderr.clone())
         .allow_tcp(false)
@@ -32,10 +42,11 @@ pub(crate) fn wasi_ctx(
             let guest = host.to_str().ok_or_else(|| format!("granted path {} is not UTF-8", host.display()))?;
             b.preopened_dir(host, guest, perms)
                 .map_err(|e| format!("cannot open granted directory {}: {e}", host.display()))?;
-            if host == workspace {
-                b.preopened_dir(host, ".", perms)
-                    .map_err(|e| format!("cannot open the workspace {}: {e}", host.display()))?;
-            }
+        }
+        if grant.dirs.iter().any(|d| d.path == workspace)
+            && let Some(ws) = workspace.to_str()
+        {
+            b.initial_cwd(ws);
         }
         for name in &grant.env {
             if name == "*" {

@@ -24,11 +24,8 @@ pub fn workspace() -> Result<PathBuf, ToolError> {
 }
 
 /// Resolve a path the model gave against the workspace (see [`resolve_in`]) and refuse it
-/// if it lies outside every directory this tool was granted.
-///
-/// The check matters beyond a clearer message: the host also preopens the workspace as `.`
-/// (so that relative paths work for any guest), and wasi-libc resolves an absolute path that
-/// matches no preopen against `.`, so `/tmp/x` would silently become `WORKSPACE/tmp/x`.
+/// if it lies outside every directory this tool was granted, with a message naming them
+/// (the sandbox would refuse it anyway, but only with a bare "No such file or directory").
 pub fn resolve(input: &str) -> Result<PathBuf, ToolError> {
     let path = resolve_in(&workspace()?, input);
     let granted = granted_dirs();

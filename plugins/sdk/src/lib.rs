@@ -193,6 +193,25 @@ pub fn context_get_as<T: DeserializeOwned>(key: &str) -> Option<T> {
     context_get(key).and_then(|v| serde_json::from_str(&v).ok())
 }
 
+/// The context key the host answers with the workspace's absolute path (JSON text).
+pub const WORKSPACE_KEY: &str = "toolhost.workspace";
+
+/// The workspace's absolute path, if the host gave one.
+pub fn workspace() -> Option<std::path::PathBuf> {
+    context_get_as::<String>(WORKSPACE_KEY).map(std::path::PathBuf::from)
+}
+
+/// Make relative paths resolve against the workspace. The host preopens granted directories
+/// at their absolute paths only (never as `.`), and wasi-libc starts in `/`; changing into the
+/// workspace (when it is granted) makes `std::fs::read("notes.txt")` mean
+/// `WORKSPACE/notes.txt`, while an absolute path outside every grant stays unreachable.
+fn enter_workspace() {
+    if let Some(ws) = workspace() {
+        // Not granted (or not a directory): relative paths simply stay unresolvable.
+        let _ = std::env::set_current_dir(ws);
+    }
+}
+
 fn parse<T: Tool>(input: &str) -> Result<T::Input, String> {
     serde_json::from_str(input).map_err(|e| format!("{}: input does not match its schema: {e}", T::NAME))
 }
@@ -225,6 +244,7 @@ pub mod __private {
 
     pub fn call<T: Tool>(input: &str) -> Result<wt::ToolOutput, wt::ToolError> {
         let input = parse::<T>(input).map_err(wt::ToolError::InvalidInput)?;
+        enter_workspace();
         let out = T::call(input).map_err(wt::ToolError::from)?;
         Ok(wt::ToolOutput { content: out.content, context_updates: out.context_updates })
     }

@@ -32,7 +32,10 @@ impl InspectCommand {
         crate::output::outln!("read-only:   {}", i.info.read_only);
         crate::output::outln!("subject:     {}", i.info.permission_subject.as_deref().unwrap_or("(none)"));
         let ceiling: Vec<String> = i.info.capabilities.iter().map(ToString::to_string).collect();
-        crate::output::outln!("ceiling:     {}", if ceiling.is_empty() { "nothing".into() } else { ceiling.join(", ") });
+        crate::output::outln!(
+            "ceiling:     {}",
+            if ceiling.is_empty() { "nothing".into() } else { ceiling.join(", ") }
+        );
         crate::output::outln!("imports:");
         for name in &i.imports {
             crate::output::outln!("  {name}");
