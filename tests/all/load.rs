@@ -156,7 +156,13 @@ async fn compiled_components_are_cached_on_disk() {
     let ws = workspace();
     let cache = workspace();
     let cache_dir = cache.path().join("cache");
-    let with_cache = || Runtime::builder().engine(engine()).workspace(ws.path()).cache_dir(&cache_dir).build().unwrap();
+    // A fresh engine per runtime, like a fresh process: an engine also remembers what it
+    // compiled in memory, which would hide the disk cache.
+    let with_cache = || {
+        let engine =
+            toolhost::ToolEngine::new(&toolhost::EngineOptions { pooling: false, ..Default::default() }).unwrap();
+        Runtime::builder().engine(engine).workspace(ws.path()).cache_dir(&cache_dir).build().unwrap()
+    };
 
     let mut first = with_cache();
     assert_eq!(first.cache_dir(), Some(cache_dir.as_path()));

@@ -8,8 +8,10 @@
 use crate::bindings::{HostImports, TypesHost};
 use crate::error::{Error, Result};
 use crate::state::HostState;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use wasmtime::component::Component;
 use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -45,6 +47,9 @@ pub struct ToolEngine {
     pub(crate) linker: Arc<Linker<HostState>>,
     pub(crate) fuel: bool,
     pooled: bool,
+    /// Components compiled by this engine, by sha256: loading the same bytes again (another
+    /// runtime, a reload) costs nothing. Components are reference-counted handles.
+    pub(crate) compiled: Arc<Mutex<HashMap<String, Component>>>,
 }
 
 impl std::fmt::Debug for ToolEngine {
@@ -74,7 +79,7 @@ impl ToolEngine {
         };
         let linker = linker(&engine).map_err(|e| Error::Engine(format!("{e:#}")))?;
         start_ticker(&engine);
-        Ok(ToolEngine { engine, linker: Arc::new(linker), fuel: options.fuel, pooled })
+        Ok(ToolEngine { engine, linker: Arc::new(linker), fuel: options.fuel, pooled, compiled: Arc::default() })
     }
 
     /// Whether the pooling allocator is in use.

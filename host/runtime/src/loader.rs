@@ -127,12 +127,21 @@ pub(crate) async fn compile(engine: &ToolEngine, source: &ToolSource, cache_dir:
     {
         return Err(source.err(format!("sha256 mismatch: expected {want}, the file has {sha256}; refusing to load it")));
     }
-    // Compiling takes from milliseconds to seconds (interpreters); keep it off the executor.
-    let (eng, b, s, dir) = (engine.engine.clone(), bytes.clone(), sha256.clone(), cache_dir.map(Path::to_path_buf));
-    let component = tokio::task::spawn_blocking(move || cache::compile(&eng, &b, &s, dir.as_deref()))
-        .await
-        .map_err(|e| source.err(format!("compilation task failed: {e}")))?
-        .map_err(|e| source.err(format!("invalid component: {e:#}")))?;
+    let known = engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(&sha256).cloned();
+    let component = match known {
+        Some(component) => component,
+        None => {
+            // Compiling takes from milliseconds to seconds (interpreters); keep it off the executor.
+            let (eng, b, s, dir) =
+                (engine.engine.clone(), bytes.clone(), sha256.clone(), cache_dir.map(Path::to_path_buf));
+            let component = tokio::task::spawn_blocking(move || cache::compile(&eng, &b, &s, dir.as_deref()))
+                .await
+                .map_err(|e| source.err(format!("compilation task failed: {e}")))?
+                .map_err(|e| source.err(format!("invalid component: {e:#}")))?;
+            engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(sha256.clone(), component.clone());
+            component
+        }
+    };
     let instance_pre = engine.linker.instantiate_pre(&component).map_err(|e| {
         source.err(format!("cannot link: {e:#} (a tool may import only `toolhost:tool/host` and WASI 0.2)"))
     })?;
