@@ -109,7 +109,8 @@ fn config(options: &EngineOptions, pooling: bool) -> Config {
             .table_elements(100_000)
             .max_component_instance_size(1 << 20)
             .max_core_instance_size(1 << 20)
-            .max_memory_size((options.max_memory_mib as usize) << 20)
+            // A wasm32 memory cannot exceed 4 GiB, whatever the config says.
+            .max_memory_size(usize::try_from(options.max_memory_mib.min(4096) << 20).unwrap_or(usize::MAX))
             // Keeping the first pages resident makes the next instance's first touches cheap.
             .linear_memory_keep_resident(64 << 10)
             .table_keep_resident(64 << 10)

@@ -113,13 +113,17 @@ async fn run(instance: &mut Instance, cx: &InvokeCtx<'_>, export: Export<'_>) ->
     let store = &mut instance.store;
     store.data_mut().env = cx.call_env.clone();
     store.data_mut().stderr.clear();
+    store.data_mut().progress_sent = 0;
     if cx.engine.fuel {
         store
             .set_fuel(cx.limits.fuel.unwrap_or(u64::MAX))
             .map_err(|e| Failure::new(OutcomeKind::HostError, format!("fuel: {e}")))?;
     }
     let timeout = Duration::from_millis(cx.limits.timeout_ms);
-    let deadline = Instant::now() + timeout;
+    // A huge configured timeout must not overflow the clock: cap it at a century.
+    let deadline = Instant::now()
+        .checked_add(timeout)
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
     // Every tick: past the deadline, stop the guest; otherwise yield so other calls run.
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |mut ctx| {

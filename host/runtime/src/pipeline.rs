@@ -124,7 +124,12 @@ impl Runtime {
                 crate::bindings::WitContentBlock::Text(t) => t.len(),
                 crate::bindings::WitContentBlock::Image(i) => i.data.len(),
             })
-            .sum();
+            .sum::<usize>()
+            + output
+                .context_updates
+                .iter()
+                .map(|u| u.key.len() + u.value.as_ref().map_or(0, String::len))
+                .sum::<usize>();
         if size > tool.limits.max_output_bytes {
             let message = format!(
                 "Tool {name} returned {size} bytes, more than its limit of {} (max_output_bytes).",

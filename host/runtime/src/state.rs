@@ -10,8 +10,10 @@ use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-/// Longest progress message passed on; a tool cannot flood the terminal through it.
+/// Longest progress message passed on, and how many one call may send: a tool cannot flood
+/// the terminal (or an MCP client) through `host.progress`.
 const MAX_PROGRESS_CHARS: usize = 4096;
+const MAX_PROGRESS_MESSAGES: u32 = 1000;
 
 /// Why the epoch callback stopped a guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +65,7 @@ pub(crate) struct HostState {
     pub env: CallEnv,
     pub stderr: CapturePipe,
     pub interrupt: Option<Interrupt>,
+    pub progress_sent: u32,
 }
 
 impl HostState {
@@ -74,6 +77,7 @@ impl HostState {
             env,
             stderr,
             interrupt: None,
+            progress_sent: 0,
         }
     }
 }
@@ -88,6 +92,10 @@ impl TypesHost for HostState {}
 
 impl HostImports for HostState {
     fn progress(&mut self, message: String) {
+        if self.progress_sent >= MAX_PROGRESS_MESSAGES {
+            return;
+        }
+        self.progress_sent += 1;
         if let Some((sink, id, tool)) = &self.env.progress {
             let message: String = message.chars().take(MAX_PROGRESS_CHARS).collect();
             sink(Event::Progress { id: id.to_string(), tool: tool.to_string(), message });
