@@ -2,7 +2,7 @@
 //! invocations, config errors and tools that fail to load. Exit codes: 0 ok, 1 tool error,
 //! 2 usage or host error.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -361,4 +361,62 @@ fn a_corrupt_tool_in_a_tools_dir_does_not_stop_the_others() {
     assert_eq!(errors.len(), 2, "{v}");
     let dup = errors.iter().find(|e| e.contains("read.wasm")).unwrap_or_else(|| panic!("{v}"));
     assert!(dup.contains("embedded tool Read"), "{dup}");
+}
+
+#[test]
+fn run_answers_an_assistant_message_with_a_user_message_in_order() {
+    let ws = hello_workspace();
+    let message = json!({"role": "assistant", "content": [
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.txt"}},
+        {"type": "tool_use", "id": "t2", "name": "Nope", "input": {}},
+        {"type": "tool_use", "id": "t3", "name": "Glob", "input": {"pattern": "*.txt"}},
+    ]});
+    let o = run_with_stdin(ws.path(), &["run", "-"], &message.to_string());
+    assert_exit(&o, 0);
+    let v = json_out(&o);
+    assert_eq!(v["role"], "user");
+    let content = v["content"].as_array().unwrap();
+    let ids: Vec<&str> = content.iter().map(|b| b["tool_use_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["t1", "t2", "t3"]);
+    assert!(content.iter().all(|b| b["type"] == "tool_result"));
+    assert_eq!(content[1]["is_error"], true);
+    assert!(content[0].get("is_error").is_none());
+}
+
+#[test]
+fn run_jsonl_answers_every_line_with_an_id_and_reports_the_rest() {
+    let ws = hello_workspace();
+    let input = concat!(
+        r#"{"type":"tool_use","id":"a","name":"Read","input":{"file_path":"a.txt"}}"#,
+        "\nnot json at all\n",
+        r#"{"type":"tool_use","name":"Read","input":{}}"#,
+        "\n",
+        r#"{"type":"tool_use","id":"b","input":{}}"#,
+        "\n",
+    );
+    let o = run_with_stdin(ws.path(), &["run", "--jsonl"], input);
+    assert_exit(&o, 2);
+    let lines: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&o));
+    assert_eq!(lines[0]["tool_use_id"], "a");
+    assert_eq!(lines[1]["tool_use_id"], "b");
+    assert_eq!(lines[1]["is_error"], true);
+    let err = stderr(&o);
+    assert!(err.contains("line 2") && err.contains("line 3"), "{err}");
+}
+
+#[test]
+fn a_max_concurrency_below_one_is_a_usage_error() {
+    let ws = hello_workspace();
+    let o = Command::new(binary())
+        .args(["run", "-"])
+        .current_dir(ws.path())
+        .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env("TOOLHOST_MAX_CONCURRENCY", "0")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("TOOLHOST_MAX_CONCURRENCY"), "{}", stderr(&o));
 }

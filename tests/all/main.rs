@@ -1,6 +1,7 @@
 //! Integration tests against real components: the default tools, misbehaving guests, the
 //! sandbox, loading, and the command line.
 
+mod batch;
 mod cli;
 mod default_tools;
 mod limits;

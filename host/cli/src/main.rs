@@ -27,6 +27,8 @@ enum Command {
     List(commands::list::ListCommand),
     /// Call one tool once and print its tool_result.
     Call(commands::call::CallCommand),
+    /// Run a whole assistant turn: tool_use blocks in, the user message of tool_results out.
+    Run(commands::run::RunCommand),
     /// Describe a component: schema, ceiling, WIT imports and exports, size, sha256.
     Inspect(commands::inspect::InspectCommand),
 }
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
             Command::List(c) => c.execute(&cli.global).await,
             Command::Call(c) => c.execute(&cli.global).await,
             Command::Inspect(c) => c.execute(&cli.global).await,
+            Command::Run(c) => c.execute(&cli.global).await,
         }
     });
     match result {

@@ -87,6 +87,9 @@ pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
     if let Some(dir) = cache_dir() {
         builder = builder.cache_dir(dir);
     }
+    if let Some(n) = max_concurrency_from_env()? {
+        builder = builder.max_concurrency(n);
+    }
     let mut runtime = builder.build()?;
     let mut load_errors = Vec::new();
     let mut report = |e: toolhost::Error| {
@@ -135,6 +138,16 @@ pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
         }
     }
     Ok(Loaded { runtime, load_errors })
+}
+
+/// `TOOLHOST_MAX_CONCURRENCY`, which overrides the config. Anything but an integer >= 1 is an
+/// error (0 would run nothing; a typo must not silently mean the default).
+fn max_concurrency_from_env() -> Result<Option<usize>> {
+    let Ok(value) = std::env::var("TOOLHOST_MAX_CONCURRENCY") else { return Ok(None) };
+    match value.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => anyhow::bail!("TOOLHOST_MAX_CONCURRENCY must be an integer of at least 1, got {value:?}"),
+    }
 }
 
 fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {

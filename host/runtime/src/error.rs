@@ -23,6 +23,9 @@ pub enum Error {
         /// The tool that holds the name.
         existing: String,
     },
+    /// A setting is out of range.
+    #[error("config: {0}")]
+    Config(String),
     /// The wasmtime engine could not be configured.
     #[error("engine: {0}")]
     Engine(String),

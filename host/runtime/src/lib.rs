@@ -23,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod batch;
 mod bindings;
 mod cache;
 mod capabilities;

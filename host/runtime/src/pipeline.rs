@@ -18,11 +18,23 @@ use std::time::Instant;
 /// Context updates a call asks for, in order (`None` deletes).
 pub(crate) type Updates = Vec<(String, Option<String>)>;
 
+/// What a guest export may reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Nothing at all (`is-concurrency-safe`, `validate`).
+    Nothing,
+    /// The tool's effective grant.
+    Granted,
+    /// The effective grant with every directory read-only: a call inside a parallel batch.
+    /// A tool that claimed to be concurrency-safe and writes gets a denial, not a race.
+    ReadOnly,
+}
+
 impl Runtime {
     /// Run one call through the whole pipeline and apply its context updates to `session`.
     /// Never fails: every failure is an `is_error` result carrying `tool_use.id`.
     pub async fn call(&self, session: &Session, tool_use: &ToolUse) -> ToolResult {
-        let (result, updates) = self.run_one(tool_use, session.snapshot()).await;
+        let (result, updates) = self.run_one(tool_use, session.snapshot(), Access::Granted).await;
         session.apply(updates);
         result
     }
@@ -35,7 +47,7 @@ impl Runtime {
         let Ok(input) = self.check_input(tool, tool_use) else { return false };
         let context = Arc::default();
         matches!(
-            self.invoke(tool, tool_use, &context, false, Export::IsConcurrencySafe(&input)).await,
+            self.invoke(tool, tool_use, &context, Access::Nothing, Export::IsConcurrencySafe(&input)).await,
             Ok(Returned::IsConcurrencySafe(true))
         )
     }
@@ -45,6 +57,7 @@ impl Runtime {
         &self,
         tool_use: &ToolUse,
         context: Arc<BTreeMap<String, String>>,
+        access: Access,
     ) -> (ToolResult, Updates) {
         let started = Instant::now();
         let (result, updates) = match self.tools.get(&tool_use.name) {
@@ -56,7 +69,7 @@ impl Runtime {
                 ),
                 Vec::new(),
             ),
-            Some(tool) => self.run_tool(tool, tool_use, context).await,
+            Some(tool) => self.run_tool(tool, tool_use, context, access).await,
         };
         self.emit(|| Event::Finish {
             id: tool_use.id.clone(),
@@ -72,6 +85,7 @@ impl Runtime {
         tool: &LoadedTool,
         tool_use: &ToolUse,
         context: Arc<BTreeMap<String, String>>,
+        access: Access,
     ) -> (ToolResult, Updates) {
         let id = &tool_use.id;
         let name = &tool.info.name;
@@ -81,7 +95,7 @@ impl Runtime {
         };
 
         // validate: the tool's own check, with no capabilities.
-        match self.invoke(tool, tool_use, &context, false, Export::Validate(&input)).await {
+        match self.invoke(tool, tool_use, &context, Access::Nothing, Export::Validate(&input)).await {
             Ok(Returned::Validate(Ok(()))) => {}
             Ok(Returned::Validate(Err(message))) => {
                 return (
@@ -98,7 +112,7 @@ impl Runtime {
         }
 
         self.emit(|| Event::Start { id: id.clone(), tool: name.clone() });
-        let output = match self.invoke(tool, tool_use, &context, true, Export::Call(&input)).await {
+        let output = match self.invoke(tool, tool_use, &context, access, Export::Call(&input)).await {
             Ok(Returned::Call(Ok(output))) => output,
             Ok(Returned::Call(Err(e))) => {
                 let (kind, message) = match e {
@@ -188,7 +202,7 @@ impl Runtime {
         tool: &LoadedTool,
         tool_use: &ToolUse,
         context: &Arc<BTreeMap<String, String>>,
-        with_grant: bool,
+        access: Access,
         export: Export<'_>,
     ) -> Result<Returned, Failure> {
         let call_env = CallEnv {
@@ -207,7 +221,11 @@ impl Runtime {
             workspace: &self.workspace,
             env_vars: &self.env,
             call_env,
-            grant: with_grant.then_some(&tool.effective),
+            grant: match access {
+                Access::Nothing => None,
+                Access::Granted => Some(&tool.effective),
+                Access::ReadOnly => Some(&tool.effective_read_only),
+            },
             pool: Some(&tool.pure_pool),
         };
         invoke(cx, export).await

@@ -26,6 +26,8 @@ pub struct LoadedTool {
     pub grant: Grant,
     /// What it actually gets: ceiling ∩ grant.
     pub effective: EffectiveGrant,
+    /// The same, read-only: what it gets inside a parallel batch.
+    pub effective_read_only: EffectiveGrant,
     /// Its limits.
     pub limits: Limits,
     pub(crate) validator: jsonschema::Validator,
@@ -52,9 +54,16 @@ pub struct RuntimeBuilder {
     cache_dir: Option<PathBuf>,
     results_dir: Option<PathBuf>,
     events: Option<EventSink>,
+    max_concurrency: Option<usize>,
 }
 
 impl RuntimeBuilder {
+    /// Calls of a parallel batch that may run at once (default: the config's
+    /// `limits.max_concurrency`, else 10). Must be at least 1.
+    pub fn max_concurrency(mut self, n: usize) -> Self {
+        self.max_concurrency = Some(n);
+        self
+    }
     /// Share an existing engine (one per process is best). Without one, `build` makes one
     /// sized for the config's limits.
     pub fn engine(mut self, engine: ToolEngine) -> Self {
@@ -129,6 +138,10 @@ impl RuntimeBuilder {
         let workspace_json: Arc<str> =
             Arc::from(serde_json::to_string(&workspace.display().to_string()).unwrap_or_else(|_| "null".into()));
         let results_dir = self.results_dir.unwrap_or_else(|| workspace.join(".toolhost").join("results"));
+        let max_concurrency = self.max_concurrency.unwrap_or(self.config.limits_for("").max_concurrency);
+        if max_concurrency < 1 {
+            return Err(Error::Config("max_concurrency must be at least 1 (0 would run nothing)".into()));
+        }
         Ok(Runtime {
             engine,
             workspace,
@@ -139,6 +152,7 @@ impl RuntimeBuilder {
             cache_dir: self.cache_dir,
             results_dir,
             events: self.events,
+            max_concurrency,
             tools: BTreeMap::new(),
         })
     }
@@ -156,6 +170,7 @@ pub struct Runtime {
     cache_dir: Option<PathBuf>,
     pub(crate) results_dir: PathBuf,
     pub(crate) events: Option<EventSink>,
+    pub(crate) max_concurrency: usize,
     pub(crate) tools: BTreeMap<String, Arc<LoadedTool>>,
 }
 
@@ -244,6 +259,7 @@ impl Runtime {
             sha256: compiled.sha256,
             size: source.bytes.len(),
             grant,
+            effective_read_only: effective.read_only(),
             effective,
             limits,
             validator,

@@ -12,6 +12,8 @@ struct Input {
     set: Option<String>,
     /// The value for `set`.
     value: Option<String>,
+    /// Declare this call concurrency-safe.
+    safe: Option<bool>,
 }
 
 struct Ctx;
@@ -20,6 +22,10 @@ impl Tool for Ctx {
     type Input = Input;
     const NAME: &'static str = "Ctx";
     const DESCRIPTION: &'static str = "Reads and writes the session's context map.";
+
+    fn is_concurrency_safe(input: &Input) -> bool {
+        input.safe.unwrap_or(false)
+    }
 
     fn call(input: Input) -> Result<Output, ToolError> {
         let got = input.get.as_deref().and_then(context_get).unwrap_or_else(|| "none".into());

@@ -19,11 +19,15 @@ enum Op {
     Env,
     /// Try to read `path` from `validate`, which must have no file access.
     ReadInValidate,
+    /// Panic (to show a sibling's trap does not touch the others of a parallel batch).
+    Panic,
 }
 
 #[derive(Deserialize, JsonSchema)]
 struct Input {
     op: Op,
+    /// Claim to be concurrency-safe (true or not): how a lying writer is made.
+    claim_safe: Option<bool>,
     path: Option<String>,
     content: Option<String>,
     name: Option<String>,
@@ -43,6 +47,10 @@ impl Tool for Probe {
 
     fn capabilities() -> Vec<Capability> {
         vec![Capability::FsWrite("/".into()), Capability::Env("*".into())]
+    }
+
+    fn is_concurrency_safe(input: &Input) -> bool {
+        input.claim_safe.unwrap_or(false)
     }
 
     fn validate(input: &Input) -> Result<(), String> {
@@ -85,6 +93,7 @@ impl Tool for Probe {
                 Ok(Output::text(std::env::var(name).unwrap_or_else(|_| "unset".into())))
             }
             Op::ReadInValidate => Ok(Output::text("call ran although validate refuses this op")),
+            Op::Panic => panic!("probe panicked on request"),
         }
     }
 }

@@ -1,0 +1,164 @@
+//! A whole turn (`Runtime::run_batch`): results in tool_use order, parallel batches bounded by
+//! `max_concurrency`, isolation of a trap, read-only grants inside parallel batches, and the
+//! order in which context updates are applied.
+
+use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use toolhost::policy::Config;
+use toolhost::{Event, OutcomeKind, Runtime, Session, ToolSource, ToolUse};
+use toolhost_tests::{engine, guests, workspace};
+
+async fn runtime_with(
+    ws: &std::path::Path,
+    max_concurrency: usize,
+    events: Option<toolhost::EventSink>,
+) -> Arc<Runtime> {
+    let mut b =
+        Runtime::builder().engine(engine()).workspace(ws).config(Config::default()).max_concurrency(max_concurrency);
+    if let Some(sink) = events {
+        b = b.events(sink);
+    }
+    let mut rt = b.build().unwrap();
+    for (label, bytes) in [("sleep.wasm", guests::SLEEP), ("probe.wasm", guests::PROBE), ("ctx.wasm", guests::CTX)] {
+        rt.load(ToolSource::bytes(label, bytes)).await.unwrap();
+    }
+    for (name, bytes) in toolhost_default_tools::TOOLS {
+        rt.load(ToolSource::embedded(name, bytes)).await.unwrap();
+    }
+    Arc::new(rt)
+}
+
+fn call(id: &str, tool: &str, input: serde_json::Value) -> ToolUse {
+    ToolUse::new(id, tool, input)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn results_come_back_in_tool_use_order_and_context_flows_between_batches() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("a.txt"), "hello\nworld\n").unwrap();
+    let rt = runtime_with(ws.path(), 10, None).await;
+    let calls = [
+        call("r1", "Read", json!({"file_path": "a.txt"})),
+        call("g1", "Glob", json!({"pattern": "*.txt"})),
+        call("e1", "Edit", json!({"file_path": "a.txt", "old_string": "world", "new_string": "there"})),
+        call("r2", "Read", json!({"file_path": "a.txt"})),
+        call("x1", "Nope", json!({})),
+    ];
+    let results = rt.run_batch(&Session::new(), &calls).await;
+    let ids: Vec<&str> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
+    assert_eq!(ids, ["r1", "g1", "e1", "r2", "x1"]);
+    // The parallel Read's context update was applied after its batch, before the Edit.
+    assert_eq!(results[2].outcome, OutcomeKind::Success, "{}", results[2].text());
+    assert!(results[3].text().contains("there"), "{}", results[3].text());
+    assert_eq!(results[4].outcome, OutcomeKind::UnknownTool);
+    assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "hello\nthere\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parallel_batch_never_runs_more_than_max_concurrency_calls_at_once() {
+    let ws = workspace();
+    let running = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (r, p) = (running.clone(), peak.clone());
+    let sink: toolhost::EventSink = Arc::new(move |e| match e {
+        Event::Start { .. } => {
+            let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+            p.fetch_max(now, Ordering::SeqCst);
+        }
+        Event::Finish { outcome: OutcomeKind::Success, .. } => {
+            r.fetch_sub(1, Ordering::SeqCst);
+        }
+        _ => {}
+    });
+    let rt = runtime_with(ws.path(), 2, Some(sink)).await;
+    let calls: Vec<ToolUse> = (0..6).map(|i| call(&format!("s{i}"), "Sleep", json!({"ms": 50}))).collect();
+    let results = rt.run_batch(&Session::new(), &calls).await;
+    assert!(results.iter().all(|r| r.outcome == OutcomeKind::Success), "{results:?}");
+    assert_eq!(results.iter().map(|r| r.tool_use_id.clone()).collect::<Vec<_>>(), ["s0", "s1", "s2", "s3", "s4", "s5"]);
+    let peak = peak.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&peak), "at most 2 calls ran at once, saw {peak}");
+    assert_eq!(running.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_trap_in_one_parallel_call_leaves_its_siblings_intact() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("f.txt"), "sibling data").unwrap();
+    let rt = runtime_with(ws.path(), 10, None).await;
+    let read = |id: &str| call(id, "Probe", json!({"op": "read", "path": "f.txt", "claim_safe": true}));
+    let calls = [read("a"), call("b", "Probe", json!({"op": "panic", "claim_safe": true})), read("c")];
+    let results = rt.run_batch(&Session::new(), &calls).await;
+    assert_eq!(results[1].outcome, OutcomeKind::Panic, "{}", results[1].text());
+    assert!(results[1].text().contains("probe panicked on request"));
+    for r in [&results[0], &results[2]] {
+        assert_eq!(r.outcome, OutcomeKind::Success, "{}", r.text());
+        assert_eq!(r.text(), "sibling data");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_that_lies_about_being_concurrency_safe_cannot_write() {
+    let ws = workspace();
+    let rt = runtime_with(ws.path(), 10, None).await;
+    let write = |id: &str, file: &str, claim_safe: bool| {
+        call(id, "Probe", json!({"op": "write", "path": file, "content": "x", "claim_safe": claim_safe}))
+    };
+    // Two claimed-safe writers form a parallel batch: their grants are read-only.
+    let results = rt.run_batch(&Session::new(), &[write("w1", "one.txt", true), write("w2", "two.txt", true)]).await;
+    for r in &results {
+        assert_eq!(r.outcome, OutcomeKind::Denied, "{}", r.text());
+        assert!(r.is_error);
+    }
+    assert!(!ws.path().join("one.txt").exists() && !ws.path().join("two.txt").exists());
+    // The same write, honestly unsafe, runs alone with its full grant.
+    let results = rt.run_batch(&Session::new(), &[write("w3", "three.txt", false)]).await;
+    assert_eq!(results[0].outcome, OutcomeKind::Success, "{}", results[0].text());
+    assert_eq!(std::fs::read_to_string(ws.path().join("three.txt")).unwrap(), "x");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn context_updates_of_a_parallel_batch_apply_after_it_in_model_order() {
+    let ws = workspace();
+    let rt = runtime_with(ws.path(), 10, None).await;
+    let session = Session::new();
+    let set = |id: &str, value: &str| call(id, "Ctx", json!({"set": "k", "value": value, "get": "k", "safe": true}));
+    // Whichever call finishes first, the updates apply in model order: the last one wins.
+    let results = rt.run_batch(&session, &[set("c1", "first"), set("c2", "second"), set("c3", "third")]).await;
+    // Inside the batch every call saw the context as it was before the batch.
+    for r in &results {
+        assert_eq!(r.text(), "none", "{r:?}");
+    }
+    assert_eq!(session.get("k").as_deref(), Some("\"third\""));
+    // A serial call's update is visible to the next call at once.
+    let results = rt
+        .run_batch(
+            &session,
+            &[call("c4", "Ctx", json!({"set": "k", "value": "fourth"})), call("c5", "Ctx", json!({"get": "k"}))],
+        )
+        .await;
+    assert_eq!(results[1].text(), "\"fourth\"");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn duplicate_ids_are_refused_and_every_call_still_gets_a_result() {
+    let ws = workspace();
+    let rt = runtime_with(ws.path(), 10, None).await;
+    let calls = [
+        call("same", "Sleep", json!({"ms": 1})),
+        call("same", "Sleep", json!({"ms": 1})),
+        call("bad", "Sleep", json!({"ms": "x"})),
+    ];
+    let results = rt.run_batch(&Session::new(), &calls).await;
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0].outcome, OutcomeKind::Success);
+    assert!(results[1].is_error && results[1].text().contains("duplicate tool_use id"), "{}", results[1].text());
+    assert_eq!(results[2].outcome, OutcomeKind::SchemaError);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_concurrency_below_one_is_an_error_not_a_hang() {
+    let ws = workspace();
+    let err = Runtime::builder().engine(engine()).workspace(ws.path()).max_concurrency(0).build().unwrap_err();
+    assert!(err.to_string().contains("max_concurrency"), "{err}");
+}
