@@ -162,3 +162,36 @@ async fn max_concurrency_below_one_is_an_error_not_a_hang() {
     let err = Runtime::builder().engine(engine()).workspace(ws.path()).max_concurrency(0).build().unwrap_err();
     assert!(err.to_string().contains("max_concurrency"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn abort_mid_batch_interrupts_running_calls_and_answers_every_call() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("a.txt"), "x").unwrap();
+    let cancel = toolhost::CancellationToken::new();
+    let started = Arc::new(AtomicUsize::new(0));
+    let (c, s) = (cancel.clone(), started.clone());
+    // Abort as soon as the second sleeper has started: both are then running, nothing else is.
+    let sink: toolhost::EventSink = Arc::new(move |e| {
+        if let Event::Start { .. } = e
+            && s.fetch_add(1, Ordering::SeqCst) + 1 == 2
+        {
+            c.cancel();
+        }
+    });
+    let rt = runtime_with(ws.path(), 10, Some(sink)).await;
+    let calls = [
+        call("s1", "Sleep", json!({"ms": 600_000})),
+        call("s2", "Sleep", json!({"ms": 600_000})),
+        call("w1", "Probe", json!({"op": "write", "path": "b.txt", "content": "never"})),
+        call("r1", "Read", json!({"file_path": "a.txt"})),
+    ];
+    let results = rt.run_batch_cancellable(&Session::new(), &calls, &cancel).await;
+    assert_eq!(results.iter().map(|r| r.tool_use_id.as_str()).collect::<Vec<_>>(), ["s1", "s2", "w1", "r1"]);
+    for r in &results {
+        assert_eq!(r.outcome, OutcomeKind::Interrupted, "{r:?}");
+        assert!(r.is_error);
+        assert_eq!(r.text(), "Interrupted by user");
+    }
+    assert_eq!(started.load(Ordering::SeqCst), 2, "queued calls never started");
+    assert!(!ws.path().join("b.txt").exists());
+}

@@ -11,6 +11,8 @@ use std::process::ExitCode;
 const EXIT_TOOL_ERROR: u8 = 1;
 /// Exit code for bad usage or a host-side failure.
 const EXIT_USAGE: u8 = 2;
+/// Exit code after Ctrl-C or SIGTERM (128 + SIGINT), once every result has been printed.
+const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Parser, Debug)]
 #[command(name = "toolhost", version, about = "Run AI-agent tools as sandboxed WebAssembly components")]

@@ -17,6 +17,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 /// One unit of execution: a run of safe calls, or one call alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +43,18 @@ impl Runtime {
     /// Run a turn's calls and return their results in the calls' order. Never fails: a
     /// duplicate id, an unknown tool or a host fault each become an error result.
     pub async fn run_batch(self: &Arc<Self>, session: &Session, calls: &[ToolUse]) -> Vec<ToolResult> {
+        self.run_batch_cancellable(session, calls, &CancellationToken::new()).await
+    }
+
+    /// [`Runtime::run_batch`] that `cancel` can abort: running calls are interrupted at the
+    /// next epoch tick, queued calls never start, and every call still gets a result
+    /// ("Interrupted by user").
+    pub async fn run_batch_cancellable(
+        self: &Arc<Self>,
+        session: &Session,
+        calls: &[ToolUse],
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult> {
         let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
 
         // A repeated id cannot be paired unambiguously: the repeat is refused, not run.
@@ -60,7 +73,8 @@ impl Runtime {
                 safe.push(false);
                 continue;
             }
-            safe.push(self.is_concurrency_safe(call).await);
+            // Once aborted, nothing more is asked of any tool.
+            safe.push(!cancel.is_cancelled() && self.is_concurrency_safe(call).await);
         }
 
         for batch in partition(&safe) {
@@ -69,12 +83,12 @@ impl Runtime {
                     if results[i].is_some() {
                         continue;
                     }
-                    let (result, updates) = self.run_one(&calls[i], session.snapshot(), Access::Granted).await;
+                    let (result, updates) = self.run_one(&calls[i], session.snapshot(), Access::Granted, cancel).await;
                     session.apply(updates);
                     results[i] = Some(result);
                 }
                 Batch::Parallel(indices) => {
-                    for (i, result, updates) in self.run_parallel(session, calls, &indices).await {
+                    for (i, result, updates) in self.run_parallel(session, calls, &indices, cancel).await {
                         session.apply(updates);
                         results[i] = Some(result);
                     }
@@ -98,6 +112,7 @@ impl Runtime {
         session: &Session,
         calls: &[ToolUse],
         indices: &[usize],
+        cancel: &CancellationToken,
     ) -> Vec<(usize, ToolResult, Updates)> {
         // Every call of the batch sees the context as it was when the batch started.
         let context = session.snapshot();
@@ -105,10 +120,11 @@ impl Runtime {
         let mut tasks = JoinSet::new();
         for &i in indices {
             let (rt, call, context, permits) = (self.clone(), calls[i].clone(), context.clone(), permits.clone());
+            let cancel = cancel.clone();
             tasks.spawn(async move {
                 // Queued calls start in model order as permits free up.
                 let _permit = permits.acquire_owned().await.expect("the semaphore is never closed");
-                let (result, updates) = rt.run_one(&call, context, Access::ReadOnly).await;
+                let (result, updates) = rt.run_one(&call, context, Access::ReadOnly, &cancel).await;
                 (i, result, updates)
             });
         }

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 use toolhost_policy::{EffectiveGrant, Limits};
 use wasmtime::{Store, UpdateDeadline};
 
@@ -49,6 +50,9 @@ pub(crate) struct InvokeCtx<'a> {
     pub grant: Option<&'a EffectiveGrant>,
     /// Where capability-free instances are kept for reuse, if anywhere.
     pub pool: Option<&'a PurePool>,
+    /// Cancelling it interrupts the guest at the next epoch tick (or at once if it is waiting
+    /// in a host call).
+    pub cancel: &'a CancellationToken,
 }
 
 /// An instance and its store.
@@ -126,7 +130,12 @@ async fn run(instance: &mut Instance, cx: &InvokeCtx<'_>, export: Export<'_>) ->
         .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
     // Every tick: past the deadline, stop the guest; otherwise yield so other calls run.
     store.set_epoch_deadline(1);
+    let cancel = cx.cancel.clone();
     store.epoch_deadline_callback(move |mut ctx| {
+        if cancel.is_cancelled() {
+            ctx.data_mut().interrupt = Some(Interrupt::Cancelled);
+            return Ok(UpdateDeadline::Interrupt);
+        }
         if Instant::now() >= deadline {
             ctx.data_mut().interrupt = Some(Interrupt::Timeout);
             return Ok(UpdateDeadline::Interrupt);
@@ -151,7 +160,12 @@ async fn run(instance: &mut Instance, cx: &InvokeCtx<'_>, export: Export<'_>) ->
     };
     // The epoch deadline stops running guest code; this timer also covers a guest parked in
     // a host call (a WASI sleep, a blocked read), where no epoch check happens.
-    match tokio::time::timeout(timeout, call).await {
+    let outcome = tokio::select! {
+        biased;
+        () = cx.cancel.cancelled() => return Err(Failure::interrupted()),
+        outcome = tokio::time::timeout(timeout, call) => outcome,
+    };
+    match outcome {
         Err(_) => Err(Failure::timeout(cx.tool, cx.limits)),
         Ok(Ok(returned)) => Ok(returned),
         Ok(Err(err)) => Err(classify(&err, instance.store.data(), cx.tool, cx.limits)),

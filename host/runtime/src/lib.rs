@@ -48,6 +48,7 @@ pub use outcome::OutcomeKind;
 pub use result::{ContentBlock, ImageSource, ToolResult};
 pub use runtime::{LoadedTool, Runtime, RuntimeBuilder};
 pub use session::{Session, WORKSPACE_KEY};
+pub use tokio_util::sync::CancellationToken;
 pub use toolhost_policy as policy;
 
 /// One `tool_use` block from the model: `{"type":"tool_use","id","name","input"}`.

@@ -12,6 +12,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 use toolhost_policy::{Capability, Limits};
 use wasmtime::component::Component;
 
@@ -173,6 +174,7 @@ pub(crate) async fn read_schema(
         call_env: CallEnv { context: Arc::default(), workspace_json: Arc::from("null"), progress: None },
         grant: None,
         pool: None,
+        cancel: &CancellationToken::new(),
     };
     let schema = match invoke(cx, Export::Schema).await {
         Ok(Returned::Schema(s)) => s,

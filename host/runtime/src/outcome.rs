@@ -88,6 +88,11 @@ impl Failure {
         Failure { kind, message: message.into() }
     }
 
+    /// The call was cancelled (Ctrl-C, an MCP cancellation, a library token).
+    pub(crate) fn interrupted() -> Self {
+        Failure::new(OutcomeKind::Interrupted, INTERRUPTED)
+    }
+
     pub(crate) fn timeout(tool: &str, limits: &Limits) -> Self {
         Failure::new(
             OutcomeKind::Timeout,
@@ -95,6 +100,9 @@ impl Failure {
         )
     }
 }
+
+/// What the model reads for a call cut short or never started because the turn was aborted.
+pub(crate) const INTERRUPTED: &str = "Interrupted by user";
 
 /// Longest stderr tail quoted in an error result.
 const STDERR_TAIL_CHARS: usize = 2000;
@@ -105,6 +113,7 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, tool: &str, lim
     if let Some(interrupt) = state.interrupt {
         return match interrupt {
             Interrupt::Timeout => Failure::timeout(tool, limits),
+            Interrupt::Cancelled => Failure::interrupted(),
         };
     }
     if state.limiter.hit {

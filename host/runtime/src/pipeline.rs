@@ -6,7 +6,7 @@ use crate::ToolUse;
 use crate::bindings::WitToolError;
 use crate::event::Event;
 use crate::invoke::{Export, InvokeCtx, Returned, invoke};
-use crate::outcome::{Failure, OutcomeKind};
+use crate::outcome::{Failure, INTERRUPTED, OutcomeKind};
 use crate::result::{ToolResult, map_output};
 use crate::runtime::{LoadedTool, Runtime};
 use crate::session::Session;
@@ -14,6 +14,7 @@ use crate::state::CallEnv;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 /// Context updates a call asks for, in order (`None` deletes).
 pub(crate) type Updates = Vec<(String, Option<String>)>;
@@ -34,7 +35,18 @@ impl Runtime {
     /// Run one call through the whole pipeline and apply its context updates to `session`.
     /// Never fails: every failure is an `is_error` result carrying `tool_use.id`.
     pub async fn call(&self, session: &Session, tool_use: &ToolUse) -> ToolResult {
-        let (result, updates) = self.run_one(tool_use, session.snapshot(), Access::Granted).await;
+        self.call_cancellable(session, tool_use, &CancellationToken::new()).await
+    }
+
+    /// [`Runtime::call`] that `cancel` can interrupt: the result is then an error
+    /// ("Interrupted by user"), still carrying the call's id.
+    pub async fn call_cancellable(
+        &self,
+        session: &Session,
+        tool_use: &ToolUse,
+        cancel: &CancellationToken,
+    ) -> ToolResult {
+        let (result, updates) = self.run_one(tool_use, session.snapshot(), Access::Granted, cancel).await;
         session.apply(updates);
         result
     }
@@ -47,7 +59,15 @@ impl Runtime {
         let Ok(input) = self.check_input(tool, tool_use) else { return false };
         let context = Arc::default();
         matches!(
-            self.invoke(tool, tool_use, &context, Access::Nothing, Export::IsConcurrencySafe(&input)).await,
+            self.invoke(
+                tool,
+                tool_use,
+                &context,
+                Access::Nothing,
+                &CancellationToken::new(),
+                Export::IsConcurrencySafe(&input)
+            )
+            .await,
             Ok(Returned::IsConcurrencySafe(true))
         )
     }
@@ -58,6 +78,7 @@ impl Runtime {
         tool_use: &ToolUse,
         context: Arc<BTreeMap<String, String>>,
         access: Access,
+        cancel: &CancellationToken,
     ) -> (ToolResult, Updates) {
         let started = Instant::now();
         let (result, updates) = match self.tools.get(&tool_use.name) {
@@ -69,7 +90,10 @@ impl Runtime {
                 ),
                 Vec::new(),
             ),
-            Some(tool) => self.run_tool(tool, tool_use, context, access).await,
+            Some(_) if cancel.is_cancelled() => {
+                (ToolResult::error(&tool_use.id, OutcomeKind::Interrupted, INTERRUPTED), Vec::new())
+            }
+            Some(tool) => self.run_tool(tool, tool_use, context, access, cancel).await,
         };
         self.emit(|| Event::Finish {
             id: tool_use.id.clone(),
@@ -86,6 +110,7 @@ impl Runtime {
         tool_use: &ToolUse,
         context: Arc<BTreeMap<String, String>>,
         access: Access,
+        cancel: &CancellationToken,
     ) -> (ToolResult, Updates) {
         let id = &tool_use.id;
         let name = &tool.info.name;
@@ -95,7 +120,7 @@ impl Runtime {
         };
 
         // validate: the tool's own check, with no capabilities.
-        match self.invoke(tool, tool_use, &context, Access::Nothing, Export::Validate(&input)).await {
+        match self.invoke(tool, tool_use, &context, Access::Nothing, cancel, Export::Validate(&input)).await {
             Ok(Returned::Validate(Ok(()))) => {}
             Ok(Returned::Validate(Err(message))) => {
                 return (
@@ -111,8 +136,11 @@ impl Runtime {
             Err(f) => return (failure(id, f, "validate"), Vec::new()),
         }
 
+        if cancel.is_cancelled() {
+            return (ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED), Vec::new());
+        }
         self.emit(|| Event::Start { id: id.clone(), tool: name.clone() });
-        let output = match self.invoke(tool, tool_use, &context, access, Export::Call(&input)).await {
+        let output = match self.invoke(tool, tool_use, &context, access, cancel, Export::Call(&input)).await {
             Ok(Returned::Call(Ok(output))) => output,
             Ok(Returned::Call(Err(e))) => {
                 let (kind, message) = match e {
@@ -203,6 +231,7 @@ impl Runtime {
         tool_use: &ToolUse,
         context: &Arc<BTreeMap<String, String>>,
         access: Access,
+        cancel: &CancellationToken,
         export: Export<'_>,
     ) -> Result<Returned, Failure> {
         let call_env = CallEnv {
@@ -227,6 +256,7 @@ impl Runtime {
                 Access::ReadOnly => Some(&tool.effective_read_only),
             },
             pool: Some(&tool.pure_pool),
+            cancel,
         };
         invoke(cx, export).await
     }

@@ -19,6 +19,7 @@ const MAX_PROGRESS_MESSAGES: u32 = 1000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Interrupt {
     Timeout,
+    Cancelled,
 }
 
 /// What the host imports of one call answer from.

@@ -49,7 +49,8 @@ impl CallCommand {
             }
             _ => Session::new(),
         };
-        let result = loaded.runtime.call(&session, &ToolUse::new(self.id, self.tool, input)).await;
+        let cancel = setup::cancel_on_signal();
+        let result = loaded.runtime.call_cancellable(&session, &ToolUse::new(self.id, self.tool, input), &cancel).await;
         if let Some(path) = &self.session {
             let text = serde_json::to_string_pretty(&session.to_map())?;
             std::fs::write(path, text).with_context(|| format!("writing session {}", path.display()))?;

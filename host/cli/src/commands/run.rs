@@ -48,7 +48,8 @@ impl RunCommand {
         let session = Session::new();
         let calls: Vec<ToolUse> =
             entries.iter().filter_map(|e| if let Entry::Call(c) = e { Some(c.clone()) } else { None }).collect();
-        let mut ran = runtime.run_batch(&session, &calls).await.into_iter();
+        let cancel = setup::cancel_on_signal();
+        let mut ran = runtime.run_batch_cancellable(&session, &calls, &cancel).await.into_iter();
         let results: Vec<ToolResult> = entries
             .into_iter()
             .map(|e| match e {
@@ -64,7 +65,13 @@ impl RunCommand {
         } else {
             outln!("{}", serde_json::to_string(&json!({"role": "user", "content": results}))?);
         }
-        Ok(if problems.is_empty() { 0 } else { crate::EXIT_USAGE })
+        Ok(if cancel.is_cancelled() {
+            crate::EXIT_INTERRUPTED
+        } else if problems.is_empty() {
+            0
+        } else {
+            crate::EXIT_USAGE
+        })
     }
 }
 
