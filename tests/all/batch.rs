@@ -195,3 +195,31 @@ async fn abort_mid_batch_interrupts_running_calls_and_answers_every_call() {
     assert_eq!(started.load(Ordering::SeqCst), 2, "queued calls never started");
     assert!(!ws.path().join("b.txt").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn streamed_calls_start_before_the_turn_is_complete() {
+    let ws = workspace();
+    let (started_tx, mut started_rx) = tokio::sync::mpsc::unbounded_channel();
+    let sink: toolhost::EventSink = Arc::new(move |e| {
+        if let Event::Start { id, .. } = e {
+            let _ = started_tx.send(id);
+        }
+    });
+    let rt = runtime_with(ws.path(), 10, Some(sink)).await;
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    let session = Session::new();
+    let cancel = toolhost::CancellationToken::new();
+    let mut emitted = Vec::new();
+    let driver = rt.run_turn(&session, rx, &cancel, |r| emitted.push(r));
+    let feeder = async {
+        tx.send(toolhost::Submission::Call(call("first", "Sleep", json!({"ms": 1})))).await.unwrap();
+        // The first call starts while the turn is still open: the feeder waits for it.
+        assert_eq!(started_rx.recv().await.as_deref(), Some("first"));
+        tx.send(toolhost::Submission::Call(call("second", "Sleep", json!({"ms": 1})))).await.unwrap();
+        drop(tx);
+    };
+    let guard = tokio::time::timeout(std::time::Duration::from_secs(120), async { tokio::join!(driver, feeder) });
+    guard.await.expect("a streamed call must start before the input ends");
+    assert_eq!(emitted.iter().map(|r| r.tool_use_id.as_str()).collect::<Vec<_>>(), ["first", "second"]);
+    assert!(emitted.iter().all(|r| r.outcome == OutcomeKind::Success));
+}

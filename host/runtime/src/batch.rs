@@ -1,42 +1,39 @@
-//! A whole assistant turn: several `tool_use` blocks in, one `tool_result` per block out, in
-//! model order.
+//! A whole assistant turn: `tool_use` blocks in (all at once, or one by one as a model streams
+//! them), one `tool_result` per block out, in model order, each as soon as order allows.
 //!
 //! As in Claude Code's `runTools`: each call is asked whether it is concurrency-safe (only once
 //! its input passed the schema; an unknown tool, a schema failure, a trap or a timeout mean
-//! "no"); maximal runs of consecutive safe calls form a batch that runs in parallel, at most
-//! `max_concurrency` at once, each on its own store and with its file grants read-only;
-//! every other call runs alone, in order. Context updates of a parallel batch are applied
-//! after the batch, in model order; those of a call run alone, at once.
+//! "no"); consecutive safe calls run in parallel, at most `max_concurrency` at once, each on
+//! its own store and with its file grants read-only; any other call waits for the running ones
+//! and runs alone. Context updates of a parallel group are applied when the whole group is
+//! done, in model order; those of a call run alone, at once.
 
 use crate::pipeline::{Access, Updates};
 use crate::result::ToolResult;
 use crate::runtime::Runtime;
 use crate::session::Session;
 use crate::{OutcomeKind, ToolUse};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// One unit of execution: a run of safe calls, or one call alone.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Batch {
-    Parallel(Vec<usize>),
-    Alone(usize),
+/// One entry of a turn, in model order.
+#[derive(Debug, Clone)]
+pub enum Submission {
+    /// A call to run.
+    Call(ToolUse),
+    /// A block already answered without running anything (e.g. a malformed block whose id is
+    /// known): it keeps its place in the order of results.
+    Answered(ToolResult),
 }
 
-/// Group call indices by their safety flags (DESIGN §2).
-pub(crate) fn partition(safe: &[bool]) -> Vec<Batch> {
-    let mut batches: Vec<Batch> = Vec::new();
-    for (i, &is_safe) in safe.iter().enumerate() {
-        match (is_safe, batches.last_mut()) {
-            (true, Some(Batch::Parallel(run))) => run.push(i),
-            (true, _) => batches.push(Batch::Parallel(vec![i])),
-            (false, _) => batches.push(Batch::Alone(i)),
-        }
-    }
-    batches
+/// A call waiting to start.
+struct Pending {
+    index: usize,
+    call: ToolUse,
+    safe: bool,
 }
 
 impl Runtime {
@@ -55,117 +52,128 @@ impl Runtime {
         calls: &[ToolUse],
         cancel: &CancellationToken,
     ) -> Vec<ToolResult> {
-        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
-
-        // A repeated id cannot be paired unambiguously: the repeat is refused, not run.
-        let mut seen = HashSet::new();
-        let mut safe = Vec::with_capacity(calls.len());
-        for (i, call) in calls.iter().enumerate() {
-            if !seen.insert(call.id.as_str()) {
-                results[i] = Some(ToolResult::error(
-                    &call.id,
-                    OutcomeKind::SchemaError,
-                    format!(
-                        "<tool_use_error>Error: duplicate tool_use id {:?}; this call was not run</tool_use_error>",
-                        call.id
-                    ),
-                ));
-                safe.push(false);
-                continue;
-            }
-            // Once aborted, nothing more is asked of any tool.
-            safe.push(!cancel.is_cancelled() && self.is_concurrency_safe(call).await);
+        let (tx, rx) = mpsc::channel(calls.len().max(1));
+        for call in calls {
+            // The receiver is alive and the channel has room for every call.
+            let _ = tx.try_send(Submission::Call(call.clone()));
         }
-
-        for batch in partition(&safe) {
-            match batch {
-                Batch::Alone(i) => {
-                    if results[i].is_some() {
-                        continue;
-                    }
-                    let (result, updates) = self.run_one(&calls[i], session.snapshot(), Access::Granted, cancel).await;
-                    session.apply(updates);
-                    results[i] = Some(result);
-                }
-                Batch::Parallel(indices) => {
-                    for (i, result, updates) in self.run_parallel(session, calls, &indices, cancel).await {
-                        session.apply(updates);
-                        results[i] = Some(result);
-                    }
-                }
-            }
-        }
+        drop(tx);
+        let mut results = Vec::with_capacity(calls.len());
+        self.run_turn(session, rx, cancel, |r| results.push(r)).await;
         results
-            .into_iter()
-            .zip(calls)
-            .map(|(r, call)| {
-                r.unwrap_or_else(|| {
-                    ToolResult::error(&call.id, OutcomeKind::HostError, "toolhost lost this call's result (a bug)")
-                })
-            })
-            .collect()
     }
 
-    /// Run safe calls in parallel (bounded), returning (index, result, updates) in model order.
-    async fn run_parallel(
+    /// Run a turn whose blocks arrive over `submissions` (e.g. while a model is still
+    /// streaming): a safe call starts at once beside other running safe calls, an unsafe one
+    /// waits for them and runs alone. `emit` gets every result in model order, each as soon
+    /// as all earlier ones are out. Returns when `submissions` is closed and every call is
+    /// answered.
+    pub async fn run_turn(
         self: &Arc<Self>,
         session: &Session,
-        calls: &[ToolUse],
-        indices: &[usize],
+        mut submissions: mpsc::Receiver<Submission>,
         cancel: &CancellationToken,
-    ) -> Vec<(usize, ToolResult, Updates)> {
-        // Every call of the batch sees the context as it was when the batch started.
-        let context = session.snapshot();
+        mut emit: impl FnMut(ToolResult),
+    ) {
         let permits = Arc::new(Semaphore::new(self.max_concurrency));
-        let mut tasks = JoinSet::new();
-        for &i in indices {
-            let (rt, call, context, permits) = (self.clone(), calls[i].clone(), context.clone(), permits.clone());
-            let cancel = cancel.clone();
-            tasks.spawn(async move {
-                // Queued calls start in model order as permits free up.
-                let _permit = permits.acquire_owned().await.expect("the semaphore is never closed");
-                let (result, updates) = rt.run_one(&call, context, Access::ReadOnly, &cancel).await;
-                (i, result, updates)
-            });
-        }
-        let mut done: Vec<(usize, ToolResult, Updates)> = Vec::with_capacity(indices.len());
-        while let Some(joined) = tasks.join_next().await {
-            match joined {
-                Ok(entry) => done.push(entry),
-                // A panic in the host while running one call: that call's result says so below.
-                Err(e) => tracing::error!("a call task failed: {e}"),
-            }
-        }
-        for &i in indices {
-            if !done.iter().any(|(j, ..)| *j == i) {
-                let message = format!("toolhost failed while running this call (host fault); id {}", calls[i].id);
-                done.push((i, ToolResult::error(&calls[i].id, OutcomeKind::HostError, message), Vec::new()));
-            }
-        }
-        done.sort_by_key(|(i, ..)| *i);
-        done
-    }
-}
+        let mut running: JoinSet<(usize, ToolResult, Updates)> = JoinSet::new();
+        // The running calls (task id → index and tool_use id), and whether they form a
+        // parallel group.
+        let mut running_ids: Vec<(tokio::task::Id, usize, String)> = Vec::new();
+        let mut running_parallel = false;
+        // Results of the current parallel group, applied when it is over.
+        let mut group: BTreeMap<usize, Updates> = BTreeMap::new();
+        let mut pending: VecDeque<Pending> = VecDeque::new();
+        let mut finished: BTreeMap<usize, ToolResult> = BTreeMap::new();
+        let mut next_emit = 0usize;
+        let mut next_index = 0usize;
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut open = true;
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+        loop {
+            // Start what may start: safe calls beside running safe calls, an unsafe call alone.
+            while let Some(front) = pending.front() {
+                let can_start = running_ids.is_empty() || (front.safe && running_parallel);
+                if !can_start {
+                    break;
+                }
+                let Pending { index, call, safe } = pending.pop_front().expect("front exists");
+                running_parallel = safe;
+                let id = call.id.clone();
+                let (rt, context, permits, cancel) =
+                    (self.clone(), session.snapshot(), permits.clone(), cancel.clone());
+                let access = if safe { Access::ReadOnly } else { Access::Granted };
+                let task = running.spawn(async move {
+                    // Queued calls start in model order as permits free up.
+                    let _permit = permits.acquire_owned().await.expect("the semaphore is never closed");
+                    let (result, updates) = rt.run_one(&call, context, access, &cancel).await;
+                    (index, result, updates)
+                });
+                running_ids.push((task.id(), index, id));
+            }
 
-    #[test]
-    fn partition_table() {
-        use Batch::*;
-        let cases: &[(&[bool], Vec<Batch>)] = &[
-            (&[], vec![]),
-            (&[true, true, true], vec![Parallel(vec![0, 1, 2])]),
-            (&[false, false], vec![Alone(0), Alone(1)]),
-            (&[true, true, false, true], vec![Parallel(vec![0, 1]), Alone(2), Parallel(vec![3])]),
-            (
-                &[false, true, true, false, false, true],
-                vec![Alone(0), Parallel(vec![1, 2]), Alone(3), Alone(4), Parallel(vec![5])],
-            ),
-        ];
-        for (safe, want) in cases {
-            assert_eq!(&partition(safe), want, "{safe:?}");
+            while let Some(result) = finished.remove(&next_emit) {
+                emit(result);
+                next_emit += 1;
+            }
+            if !open && pending.is_empty() && running_ids.is_empty() {
+                break;
+            }
+
+            // Take every block that has already arrived before looking at finished calls, so a
+            // turn known in full forms maximal parallel groups; a streamed turn forms them as
+            // its blocks arrive.
+            tokio::select! {
+                biased;
+                incoming = submissions.recv(), if open => match incoming {
+                    None => open = false,
+                    Some(Submission::Answered(result)) => {
+                        finished.insert(next_index, result);
+                        next_index += 1;
+                    }
+                    Some(Submission::Call(call)) => {
+                        let index = next_index;
+                        next_index += 1;
+                        if !seen.insert(call.id.clone()) {
+                            // A repeated id cannot be paired unambiguously: refused, not run.
+                            let message = format!(
+                                "<tool_use_error>Error: duplicate tool_use id {:?}; this call was not run</tool_use_error>",
+                                call.id
+                            );
+                            finished.insert(index, ToolResult::error(&call.id, OutcomeKind::SchemaError, message));
+                            continue;
+                        }
+                        // Once aborted, nothing more is asked of any tool.
+                        let safe = !cancel.is_cancelled() && self.is_concurrency_safe(&call).await;
+                        pending.push_back(Pending { index, call, safe });
+                    }
+                },
+                Some(joined) = running.join_next(), if !running.is_empty() => {
+                    let (index, result, updates) = match joined {
+                        Ok(done) => done,
+                        Err(e) => {
+                            // A host fault in one call's task: that call still gets a result.
+                            tracing::error!("a call task failed: {e}");
+                            let Some((_, index, id)) = running_ids.iter().find(|(t, ..)| *t == e.id()).cloned() else { continue };
+                            let message = "toolhost failed while running this call (host fault)";
+                            (index, ToolResult::error(&id, OutcomeKind::HostError, message), Vec::new())
+                        }
+                    };
+                    running_ids.retain(|(_, i, _)| *i != index);
+                    finished.insert(index, result);
+                    if running_parallel {
+                        group.insert(index, updates);
+                        if running_ids.is_empty() {
+                            // The group is over: its updates apply in model order.
+                            for (_, updates) in std::mem::take(&mut group) {
+                                session.apply(updates);
+                            }
+                        }
+                    } else {
+                        session.apply(updates);
+                    }
+                },
+            }
         }
     }
 }

@@ -40,6 +40,7 @@ mod runtime;
 mod session;
 mod state;
 
+pub use batch::Submission;
 pub use engine::{EngineOptions, ToolEngine};
 pub use error::{Error, Result};
 pub use event::{Event, EventSink};

@@ -5,13 +5,15 @@
 
 use crate::output::outln;
 use crate::setup::{self, GlobalArgs};
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::{Value, json};
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
-use toolhost::{OutcomeKind, Session, ToolResult, ToolUse};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc;
+use toolhost::{OutcomeKind, Session, Submission, ToolResult, ToolUse};
 
 #[derive(Args, Debug)]
 pub struct RunCommand {
@@ -22,52 +24,43 @@ pub struct RunCommand {
     jsonl: bool,
 }
 
-/// One block of the input: a call to run, or a result decided without running anything.
-enum Entry {
-    Call(ToolUse),
-    Done(ToolResult),
-}
-
 impl RunCommand {
     pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
-        let text = match self.input.as_deref() {
-            None => read_stdin()?,
-            Some(p) if p.as_os_str() == "-" => read_stdin()?,
-            Some(p) => std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        let input: Box<dyn tokio::io::AsyncRead + Unpin + Send> = match self.input.as_deref() {
+            None => Box::new(tokio::io::stdin()),
+            Some(p) if p.as_os_str() == "-" => Box::new(tokio::io::stdin()),
+            Some(p) => Box::new(tokio::fs::File::open(p).await.with_context(|| format!("reading {}", p.display()))?),
         };
-        let (entries, problems) = parse(&text);
-        for p in &problems {
-            eprintln!("error: {p}");
-        }
-        if entries.is_empty() && !problems.is_empty() {
-            bail!("no tool_use block could be answered");
-        }
-
         let loaded = setup::load(global, global.verbose > 0).await?;
         let runtime = Arc::new(loaded.runtime);
         let session = Session::new();
-        let calls: Vec<ToolUse> =
-            entries.iter().filter_map(|e| if let Entry::Call(c) = e { Some(c.clone()) } else { None }).collect();
         let cancel = setup::cancel_on_signal();
-        let mut ran = runtime.run_batch_cancellable(&session, &calls, &cancel).await.into_iter();
-        let results: Vec<ToolResult> = entries
-            .into_iter()
-            .map(|e| match e {
-                Entry::Done(r) => r,
-                Entry::Call(_) => ran.next().expect("one result per call"),
-            })
-            .collect();
 
-        if self.jsonl {
-            for r in &results {
-                outln!("{}", serde_json::to_string(r)?);
-            }
-        } else {
+        // Blocks are read and submitted as they arrive, so calls start before the input ends.
+        let (tx, rx) = mpsc::channel(64);
+        let problems = Arc::new(AtomicUsize::new(0));
+        let reader = tokio::spawn(feed(input, tx, problems.clone()));
+        let mut results = Vec::new();
+        let jsonl = self.jsonl;
+        runtime
+            .run_turn(&session, rx, &cancel, |r| {
+                if jsonl {
+                    match serde_json::to_string(&r) {
+                        Ok(line) => outln!("{line}"),
+                        Err(e) => eprintln!("error: cannot serialise a result: {e}"),
+                    }
+                } else {
+                    results.push(r);
+                }
+            })
+            .await;
+        reader.await.context("the input reader failed")??;
+        if !jsonl {
             outln!("{}", serde_json::to_string(&json!({"role": "user", "content": results}))?);
         }
         Ok(if cancel.is_cancelled() {
             crate::EXIT_INTERRUPTED
-        } else if problems.is_empty() {
+        } else if problems.load(Ordering::SeqCst) == 0 {
             0
         } else {
             crate::EXIT_USAGE
@@ -75,36 +68,87 @@ impl RunCommand {
     }
 }
 
-fn read_stdin() -> Result<String> {
-    let mut s = String::new();
-    std::io::stdin().read_to_string(&mut s).context("reading stdin")?;
-    Ok(s)
+/// Read the input and submit its blocks. A first line that is a whole `tool_use` block means
+/// JSONL: every line is submitted as soon as it is read. Otherwise the input is one JSON
+/// document (an assistant message, a response object, a block or an array of blocks).
+async fn feed(
+    input: Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+    tx: mpsc::Sender<Submission>,
+    problems: Arc<AtomicUsize>,
+) -> Result<()> {
+    let mut lines = BufReader::new(input).lines();
+    let mut report = |p: String| {
+        eprintln!("error: {p}");
+        problems.fetch_add(1, Ordering::SeqCst);
+    };
+    let mut first: Option<String> = None;
+    while let Some(line) = lines.next_line().await.context("reading the input")? {
+        if !line.trim().is_empty() {
+            first = Some(line);
+            break;
+        }
+    }
+    let Some(first) = first else { return Ok(()) };
+    let is_block = |l: &str| {
+        serde_json::from_str::<Value>(l).is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("tool_use"))
+    };
+    let mut entries = Vec::new();
+    if is_block(&first) {
+        let mut n = 1;
+        let mut line = Some(first);
+        while let Some(l) = line {
+            if !l.trim().is_empty() {
+                let at = format!("line {n}");
+                match serde_json::from_str::<Value>(&l) {
+                    Ok(block) => push_block(&block, &at, &mut entries, &mut report),
+                    Err(e) => report(format!("{at}: not JSON ({e}); it has no id to answer")),
+                }
+                for e in entries.drain(..) {
+                    if tx.send(e).await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+            n += 1;
+            line = lines.next_line().await.context("reading the input")?;
+        }
+        return Ok(());
+    }
+    let mut text = first;
+    while let Some(l) = lines.next_line().await.context("reading the input")? {
+        text.push('\n');
+        text.push_str(&l);
+    }
+    parse_document(&text, &mut entries, &mut report);
+    for e in entries {
+        if tx.send(e).await.is_err() {
+            break;
+        }
+    }
+    Ok(())
 }
 
-/// The blocks of the input, and what could not be answered at all (no id).
-fn parse(text: &str) -> (Vec<Entry>, Vec<String>) {
-    let mut entries = Vec::new();
-    let mut problems = Vec::new();
+/// The blocks of a whole JSON document, or of JSONL that did not start with a block.
+fn parse_document(text: &str, entries: &mut Vec<Submission>, report: &mut impl FnMut(String)) {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(obj)) if obj.get("type").and_then(Value::as_str) == Some("tool_use") => {
-            push_block(&Value::Object(obj), "the input", &mut entries, &mut problems);
+            push_block(&Value::Object(obj), "the input", entries, report);
         }
         Ok(Value::Object(obj)) => match obj.get("content") {
             Some(Value::Array(blocks)) => {
                 for (i, block) in blocks.iter().enumerate() {
                     if block.get("type").and_then(Value::as_str) == Some("tool_use") {
-                        push_block(block, &format!("content[{i}]"), &mut entries, &mut problems);
+                        push_block(block, &format!("content[{i}]"), entries, report);
                     }
                 }
             }
-            _ => problems.push("the input is a JSON object without a `content` array of blocks".into()),
+            _ => report("the input is a JSON object without a `content` array of blocks".into()),
         },
         Ok(Value::Array(blocks)) => {
             for (i, block) in blocks.iter().enumerate() {
-                push_block(block, &format!("[{i}]"), &mut entries, &mut problems);
+                push_block(block, &format!("[{i}]"), entries, report);
             }
         }
-        // Not one JSON document: JSONL, one tool_use block per line.
         _ => {
             for (n, line) in text.lines().enumerate() {
                 if line.trim().is_empty() {
@@ -112,22 +156,21 @@ fn parse(text: &str) -> (Vec<Entry>, Vec<String>) {
                 }
                 let at = format!("line {}", n + 1);
                 match serde_json::from_str::<Value>(line) {
-                    Ok(block) => push_block(&block, &at, &mut entries, &mut problems),
-                    Err(e) => problems.push(format!("{at}: not JSON ({e}); it has no id to answer")),
+                    Ok(block) => push_block(&block, &at, entries, report),
+                    Err(e) => report(format!("{at}: not JSON ({e}); it has no id to answer")),
                 }
             }
         }
     }
-    (entries, problems)
 }
 
-fn push_block(block: &Value, at: &str, entries: &mut Vec<Entry>, problems: &mut Vec<String>) {
+fn push_block(block: &Value, at: &str, entries: &mut Vec<Submission>, report: &mut impl FnMut(String)) {
     let Some(id) = block.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()) else {
-        problems.push(format!("{at}: a tool_use block without an `id` cannot be answered"));
+        report(format!("{at}: a tool_use block without an `id` cannot be answered"));
         return;
     };
     let bad = |what: &str| {
-        Entry::Done(ToolResult::error(
+        Submission::Answered(ToolResult::error(
             id,
             OutcomeKind::SchemaError,
             format!("<tool_use_error>InputValidationError: malformed tool_use block: {what}</tool_use_error>"),
@@ -136,7 +179,7 @@ fn push_block(block: &Value, at: &str, entries: &mut Vec<Entry>, problems: &mut 
     let entry = match (block.get("name").and_then(Value::as_str), block.get("input")) {
         (None, _) => bad("no `name`"),
         (Some(_), None) => bad("no `input`"),
-        (Some(name), Some(input)) => Entry::Call(ToolUse::new(id, name, input.clone())),
+        (Some(name), Some(input)) => Submission::Call(ToolUse::new(id, name, input.clone())),
     };
     entries.push(entry);
 }
