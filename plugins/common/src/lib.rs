@@ -174,18 +174,19 @@ pub fn walker(dir: &Path) -> ignore::WalkBuilder {
     // The walker finds the ignore files of parent directories through `canonicalize`, which
     // WASI does not offer, so a search under `src/` would miss the workspace's `.gitignore`.
     // Add the ignore files between the workspace root and `dir` by hand.
-    if let Ok(ws) = workspace() {
-        if dir != ws && dir.starts_with(&ws) {
-            for ancestor in dir.ancestors().skip(1) {
-                for name in [".gitignore", ".ignore"] {
-                    let file = ancestor.join(name);
-                    if file.is_file() {
-                        builder.add_ignore(file);
-                    }
+    if let Ok(ws) = workspace()
+        && dir != ws
+        && dir.starts_with(&ws)
+    {
+        for ancestor in dir.ancestors().skip(1) {
+            for name in [".gitignore", ".ignore"] {
+                let file = ancestor.join(name);
+                if file.is_file() {
+                    builder.add_ignore(file);
                 }
-                if ancestor == ws {
-                    break;
-                }
+            }
+            if ancestor == ws {
+                break;
             }
         }
     }
