@@ -1,28 +1,40 @@
-//! Embedding toolhost: load the default tools, run a few calls against this repository, print
-//! the tool_results as the Messages API wants them.
+//! Embedding toolhost: load the default tools and answer one assistant turn against this
+//! repository — the calls run in parallel where their tools allow it, the results come back in
+//! order, paired by id, ready for the next Messages-API request.
 //!
 //! Run with `cargo run -p toolhost-examples --example embed`.
 
 use serde_json::json;
-use toolhost::{Runtime, Session, ToolSource, ToolUse};
+use std::sync::Arc;
+use toolhost::{Event, Runtime, Session, ToolSource, ToolUse};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let workspace = std::env::current_dir()?;
-    let mut runtime = Runtime::builder().workspace(&workspace).build()?;
+    let mut runtime = Runtime::builder()
+        .workspace(&workspace)
+        // Progress and timings are for people: print them on stderr.
+        .events(Arc::new(|event| {
+            if let Event::Finish { tool, outcome, duration_ms, .. } = event {
+                eprintln!("{tool}: {outcome} in {:.1} ms", duration_ms.as_secs_f64() * 1000.0);
+            }
+        }))
+        .build()?;
     for (name, bytes) in toolhost_default_tools::TOOLS {
         runtime.load(ToolSource::embedded(name, bytes)).await?;
     }
-    let session = Session::new();
-    let calls = [
+    let runtime = Arc::new(runtime);
+
+    // What a model might send in one turn: two reads that can run side by side, then a
+    // malformed call and an unknown tool, which still get their results.
+    let turn = [
         ToolUse::new("toolu_1", "Glob", json!({"pattern": "*.md"})),
         ToolUse::new("toolu_2", "Read", json!({"file_path": "README.md", "limit": 3})),
         ToolUse::new("toolu_3", "Read", json!({"file_path": 42})),
         ToolUse::new("toolu_4", "Nope", json!({})),
     ];
-    for call in &calls {
-        let result = runtime.call(&session, call).await;
-        println!("{}", serde_json::to_string_pretty(&result)?);
-    }
+    let results = runtime.run_batch(&Session::new(), &turn).await;
+    let message = json!({ "role": "user", "content": results });
+    println!("{}", serde_json::to_string_pretty(&message)?);
     Ok(())
 }

@@ -18,6 +18,7 @@ const GUESTS: &[&str] = &[
     "sleep",
     "progress",
     "ctx",
+    "burn",
 ];
 
 fn main() {

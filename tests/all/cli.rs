@@ -420,3 +420,24 @@ fn a_max_concurrency_below_one_is_a_usage_error() {
     assert_exit(&o, 2);
     assert!(stderr(&o).contains("TOOLHOST_MAX_CONCURRENCY"), "{}", stderr(&o));
 }
+
+#[test]
+fn run_events_file_records_start_and_finish_with_outcome() {
+    let ws = hello_workspace();
+    let events = ws.path().join("events.jsonl");
+    let turn = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "ok1", "name": "Read", "input": {"file_path": "a.txt"}},
+        {"type": "tool_use", "id": "bad1", "name": "Read", "input": {"file_path": 7}},
+    ]});
+    let o = run_with_stdin(ws.path(), &["run", "--events", events.to_str().unwrap()], &turn.to_string());
+    assert_exit(&o, 0);
+    let lines: Vec<Value> =
+        fs::read_to_string(&events).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let finish = |id: &str| lines.iter().find(|e| e["event"] == "finish" && e["id"] == id).cloned().unwrap();
+    assert!(lines.iter().any(|e| e["event"] == "start" && e["id"] == "ok1"));
+    assert_eq!(finish("ok1")["outcome"], "success");
+    assert!(finish("ok1")["duration_ms"].as_f64().unwrap() >= 0.0);
+    assert_eq!(finish("bad1")["outcome"], "schema_error");
+    // Events never reach the model's results.
+    assert!(!stdout(&o).contains("\"event\""));
+}

@@ -74,6 +74,12 @@ pub fn cache_dir() -> Option<PathBuf> {
 
 /// Build the runtime and load every tool. One tool failing to load never stops the others.
 pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
+    load_with_events(args, verbose_events, None).await
+}
+
+/// [`load`], also writing every event as a JSON line to `events_file` (start, progress and
+/// finish with duration and outcome kind).
+pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_file: Option<&Path>) -> Result<Loaded> {
     let config = load_config(args)?;
     let workspace = match &args.workspace {
         Some(w) => w.clone(),
@@ -83,7 +89,7 @@ pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
         .workspace(&workspace)
         .config(config.clone())
         .env(std::env::vars())
-        .events(event_printer(verbose_events));
+        .events(event_printer(verbose_events, events_file)?);
     if let Some(dir) = cache_dir() {
         builder = builder.cache_dir(dir);
     }
@@ -191,9 +197,28 @@ fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Progress lines (and, with -v, start/finish lines) on stderr. Never on stdout: that is data.
-fn event_printer(verbose: bool) -> toolhost::EventSink {
+fn event_printer(verbose: bool, events_file: Option<&Path>) -> Result<toolhost::EventSink> {
     let tty = std::io::stderr().is_terminal();
-    Arc::new(move |event| match event {
+    let file = match events_file {
+        Some(p) => {
+            Some(std::sync::Mutex::new(std::fs::File::create(p).with_context(|| format!("--events {}", p.display()))?))
+        }
+        None => None,
+    };
+    Ok(Arc::new(move |event| {
+        if let Some(file) = &file
+            && let Ok(line) = serde_json::to_string(&event)
+        {
+            let mut f = file.lock().unwrap_or_else(|e| e.into_inner());
+            // Events are for people and tools watching; failing to log one never fails a call.
+            let _ = std::io::Write::write_all(&mut *f, format!("{line}\n").as_bytes());
+        }
+        print_event(event, tty, verbose);
+    }))
+}
+
+fn print_event(event: Event, tty: bool, verbose: bool) {
+    match event {
         Event::Progress { tool, message, .. } => {
             if tty {
                 eprintln!("\x1b[2m{tool}: {message}\x1b[0m");
@@ -206,5 +231,5 @@ fn event_printer(verbose: bool) -> toolhost::EventSink {
             eprintln!("finish {tool} ({id}): {outcome} in {:.1} ms", duration_ms.as_secs_f64() * 1000.0)
         }
         _ => {}
-    })
+    }
 }

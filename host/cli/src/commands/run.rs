@@ -22,6 +22,9 @@ pub struct RunCommand {
     /// Print one tool_result per line instead of one user message.
     #[arg(long)]
     jsonl: bool,
+    /// Write JSONL events to FILE: start, progress, finish (with duration and outcome kind).
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
 }
 
 impl RunCommand {
@@ -31,7 +34,7 @@ impl RunCommand {
             Some(p) if p.as_os_str() == "-" => Box::new(tokio::io::stdin()),
             Some(p) => Box::new(tokio::fs::File::open(p).await.with_context(|| format!("reading {}", p.display()))?),
         };
-        let loaded = setup::load(global, global.verbose > 0).await?;
+        let loaded = setup::load_with_events(global, global.verbose > 0, self.events.as_deref()).await?;
         let runtime = Arc::new(loaded.runtime);
         let session = Session::new();
         let cancel = setup::cancel_on_signal();
