@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -196,15 +197,16 @@ fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Progress lines (and, with -v, start/finish lines) on stderr. Never on stdout: that is data.
+/// Events on stderr (a live display on a terminal, plain lines otherwise) and, with
+/// `--events FILE`, as JSON lines in that file. Never on stdout: that is data.
 fn event_printer(verbose: bool, events_file: Option<&Path>) -> Result<toolhost::EventSink> {
-    let tty = std::io::stderr().is_terminal();
     let file = match events_file {
         Some(p) => {
             Some(std::sync::Mutex::new(std::fs::File::create(p).with_context(|| format!("--events {}", p.display()))?))
         }
         None => None,
     };
+    let display = if std::io::stderr().is_terminal() { Display::live() } else { Display::Plain { verbose } };
     Ok(Arc::new(move |event| {
         if let Some(file) = &file
             && let Ok(line) = serde_json::to_string(&event)
@@ -213,23 +215,64 @@ fn event_printer(verbose: bool, events_file: Option<&Path>) -> Result<toolhost::
             // Events are for people and tools watching; failing to log one never fails a call.
             let _ = std::io::Write::write_all(&mut *f, format!("{line}\n").as_bytes());
         }
-        print_event(event, tty, verbose);
+        display.show(event);
     }))
 }
 
-fn print_event(event: Event, tty: bool, verbose: bool) {
-    match event {
-        Event::Progress { tool, message, .. } => {
-            if tty {
-                eprintln!("\x1b[2m{tool}: {message}\x1b[0m");
-            } else {
-                eprintln!("{tool}: {message}");
+/// How events are shown on stderr: a live spinner per running call on a terminal, plain lines
+/// otherwise (progress always; start and finish with `-v`).
+enum Display {
+    Live { bars: indicatif::MultiProgress, running: std::sync::Mutex<HashMap<String, indicatif::ProgressBar>> },
+    Plain { verbose: bool },
+}
+
+impl Display {
+    fn live() -> Self {
+        Display::Live { bars: indicatif::MultiProgress::new(), running: std::sync::Mutex::new(HashMap::new()) }
+    }
+
+    fn show(&self, event: Event) {
+        match self {
+            Display::Plain { verbose } => match event {
+                Event::Progress { tool, message, .. } => eprintln!("{tool}: {message}"),
+                Event::Start { id, tool } if *verbose => eprintln!("start {tool} ({id})"),
+                Event::Finish { id, tool, outcome, duration_ms } if *verbose => {
+                    eprintln!("finish {tool} ({id}): {outcome} in {:.1} ms", duration_ms.as_secs_f64() * 1000.0)
+                }
+                _ => {}
+            },
+            Display::Live { bars, running } => {
+                let mut running = running.lock().unwrap_or_else(|e| e.into_inner());
+                match event {
+                    Event::Start { id, tool } => {
+                        let bar = bars.add(indicatif::ProgressBar::new_spinner());
+                        bar.set_prefix(format!("{tool} ({id})"));
+                        bar.set_style(
+                            indicatif::ProgressStyle::with_template("{spinner} {prefix} {elapsed} {wide_msg}")
+                                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+                        );
+                        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+                        running.insert(id, bar);
+                    }
+                    Event::Progress { id, tool, message } => match running.get(&id) {
+                        Some(bar) => bar.set_message(message),
+                        None => {
+                            let _ = bars.println(format!("{tool}: {message}"));
+                        }
+                    },
+                    Event::Finish { id, tool, outcome, duration_ms } => {
+                        if let Some(bar) = running.remove(&id) {
+                            bar.finish_and_clear();
+                            bars.remove(&bar);
+                        }
+                        let mark = if outcome == toolhost::OutcomeKind::Success { "✓" } else { "✗" };
+                        let _ = bars.println(format!(
+                            "{mark} {tool} ({id}): {outcome} in {:.1} ms",
+                            duration_ms.as_secs_f64() * 1000.0
+                        ));
+                    }
+                }
             }
         }
-        Event::Start { id, tool } if verbose => eprintln!("start {tool} ({id})"),
-        Event::Finish { id, tool, outcome, duration_ms } if verbose => {
-            eprintln!("finish {tool} ({id}): {outcome} in {:.1} ms", duration_ms.as_secs_f64() * 1000.0)
-        }
-        _ => {}
     }
 }
