@@ -223,3 +223,34 @@ async fn streamed_calls_start_before_the_turn_is_complete() {
     assert_eq!(emitted.iter().map(|r| r.tool_use_id.as_str()).collect::<Vec<_>>(), ["first", "second"]);
     assert!(emitted.iter().all(|r| r.outcome == OutcomeKind::Success));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unsafe_call_runs_alone_between_the_safe_groups_around_it() {
+    let ws = workspace();
+    let log = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let l = log.clone();
+    let sink: toolhost::EventSink = Arc::new(move |e| match e {
+        Event::Start { id, .. } => l.lock().unwrap().push(format!("start {id}")),
+        Event::Finish { id, .. } => l.lock().unwrap().push(format!("finish {id}")),
+        Event::Progress { .. } => {}
+    });
+    let rt = runtime_with(ws.path(), 10, Some(sink)).await;
+    let sleep = |id: &str| call(id, "Sleep", json!({"ms": 20}));
+    let calls = [
+        sleep("a1"),
+        sleep("a2"),
+        call("w", "Probe", json!({"op": "write", "path": "w.txt", "content": "x"})),
+        sleep("b1"),
+        sleep("b2"),
+    ];
+    let results = rt.run_batch(&Session::new(), &calls).await;
+    assert!(results.iter().all(|r| r.outcome == OutcomeKind::Success), "{results:?}");
+    let log = log.lock().unwrap().clone();
+    let at = |entry: &str| log.iter().position(|e| e == entry).unwrap_or_else(|| panic!("{entry} missing: {log:?}"));
+    // The writer starts only after both earlier calls finished, and finishes before any
+    // later call starts.
+    assert!(at("start w") > at("finish a1") && at("start w") > at("finish a2"), "{log:?}");
+    assert!(at("finish w") < at("start b1") && at("finish w") < at("start b2"), "{log:?}");
+    // It ran with its full grant: alone, not read-only.
+    assert_eq!(std::fs::read_to_string(ws.path().join("w.txt")).unwrap(), "x");
+}
