@@ -26,9 +26,11 @@ mod config;
 mod grant;
 mod limits;
 mod path;
+mod permission;
 
 pub use capability::Capability;
 pub use config::{Config, ConfigError, LimitsConfig, ToolConfig};
 pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant};
 pub use limits::Limits;
 pub use path::{normalize, resolve};
+pub use permission::{Decision, Mode, Request, Rule, RuleError, Rules, SubjectKind};

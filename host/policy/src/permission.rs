@@ -1,0 +1,392 @@
+//! Permission rules in Claude Code's syntax and the decision they lead to.
+//!
+//! A rule is `Tool`, `Tool(*)` or `Tool(pattern)`. The pattern is matched against the value at
+//! the tool's `permission-subject` (e.g. `/file_path`):
+//! - paths: gitignore-style globs, relative to the workspace (`src/**`, `*.env` at any depth),
+//!   or absolute with a leading `//` (`//etc/**`);
+//! - URLs: host patterns (`api.github.com`, `*.github.com`, or Claude Code's `domain:HOST`);
+//! - anything else: the exact value, or a prefix with `prefix:*`.
+//!
+//! Rules combine deny > ask > allow; then the mode decides what no rule covers.
+//!
+//! *Status:* the parser, matcher and decision table are here and tested; wiring them into the
+//! runtime and the config (`[permissions]`) is the rest of issue 4.
+
+use crate::path::{normalize, resolve};
+use std::path::Path;
+use std::str::FromStr;
+
+/// One permission rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// The tool name it applies to.
+    pub tool: String,
+    /// `None`: the whole tool (`Tool` or `Tool(*)`); otherwise the pattern between parentheses.
+    pub pattern: Option<String>,
+}
+
+/// Why a rule could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid permission rule {rule:?}: {reason}")]
+pub struct RuleError {
+    /// The rule as written.
+    pub rule: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl FromStr for Rule {
+    type Err = RuleError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = |reason: &str| RuleError { rule: s.to_string(), reason: reason.to_string() };
+        let s = s.trim();
+        let (tool, pattern) = match s.find('(') {
+            None => (s, None),
+            Some(open) => {
+                let Some(inner) = s[open + 1..].strip_suffix(')') else {
+                    return Err(err("a rule with `(` must end with `)`"));
+                };
+                let inner = inner.trim();
+                if inner.is_empty() {
+                    return Err(err("empty pattern: write `Tool` or `Tool(*)` for the whole tool"));
+                }
+                (&s[..open], if inner == "*" { None } else { Some(inner.to_string()) })
+            }
+        };
+        if tool.is_empty() || !tool.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+            return Err(err("the tool name must be 1-64 characters from [A-Za-z0-9_-]"));
+        }
+        if tool.len() > 64 {
+            return Err(err("the tool name is longer than 64 characters"));
+        }
+        if let Some(p) = &pattern
+            && p.contains('\n')
+        {
+            return Err(err("a pattern cannot span lines"));
+        }
+        Ok(Rule { tool: tool.to_string(), pattern })
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.pattern {
+            None => f.write_str(&self.tool),
+            Some(p) => write!(f, "{}({p})", self.tool),
+        }
+    }
+}
+
+/// How a subject value is compared with patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubjectKind {
+    /// A file path (absolute, or relative to the workspace).
+    Path,
+    /// A URL: patterns match its host.
+    Url,
+    /// Anything else: exact or `prefix:*`.
+    Text,
+}
+
+impl SubjectKind {
+    /// Guess the kind of a subject from its JSON pointer and value: `http(s)://…` is a URL, a
+    /// pointer naming a path or file is a path, the rest is text.
+    pub fn infer(pointer: &str, value: &str) -> Self {
+        let lower = value.to_ascii_lowercase();
+        if lower.starts_with("http://") || lower.starts_with("https://") {
+            return SubjectKind::Url;
+        }
+        let field = pointer.rsplit('/').next().unwrap_or("").to_ascii_lowercase();
+        if field.contains("path") || field.contains("file") || field.contains("dir") {
+            SubjectKind::Path
+        } else {
+            SubjectKind::Text
+        }
+    }
+}
+
+impl Rule {
+    /// Whether this rule covers a call of `tool` whose subject is `subject`. A rule with a
+    /// pattern never matches a call without a subject.
+    pub fn matches(&self, tool: &str, subject: Option<(&str, SubjectKind)>, workspace: &Path) -> bool {
+        if self.tool != tool {
+            return false;
+        }
+        let Some(pattern) = &self.pattern else { return true };
+        let Some((value, kind)) = subject else { return false };
+        match kind {
+            SubjectKind::Path => path_matches(pattern, value, workspace),
+            SubjectKind::Url => host_matches(pattern.strip_prefix("domain:").unwrap_or(pattern), url_host(value)),
+            SubjectKind::Text => match pattern.strip_suffix(":*") {
+                Some(prefix) => value.starts_with(prefix),
+                None => value == pattern,
+            },
+        }
+    }
+}
+
+/// Gitignore-style: `//abs/**` is absolute, anything else is relative to the workspace; a
+/// pattern without a `/` matches a name at any depth; `*` stays within one directory.
+fn path_matches(pattern: &str, value: &str, workspace: &Path) -> bool {
+    let subject = resolve(value, workspace);
+    let (base, glob) = match pattern.strip_prefix("//") {
+        Some(abs) => (Path::new("/").to_path_buf(), abs.to_string()),
+        None => {
+            let rel = pattern.strip_prefix("./").unwrap_or(pattern);
+            let glob = if rel.trim_end_matches('/').contains('/') {
+                rel.trim_start_matches('/').to_string()
+            } else {
+                format!("**/{rel}")
+            };
+            (workspace.to_path_buf(), glob)
+        }
+    };
+    // A directory pattern (`src/`) covers everything under it.
+    let glob = if glob.ends_with('/') { format!("{glob}**") } else { glob };
+    let Ok(relative) = subject.strip_prefix(normalize(&base)) else { return false };
+    let Ok(matcher) = globset::GlobBuilder::new(&glob).literal_separator(true).build() else { return false };
+    let matcher = matcher.compile_matcher();
+    // Matching a directory covers what is inside it, as in .gitignore.
+    relative.ancestors().filter(|p| !p.as_os_str().is_empty()).any(|p| matcher.is_match(p))
+}
+
+fn url_host(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    if let Some(v6) = host_port.strip_prefix('[') {
+        return v6.split(']').next().unwrap_or("");
+    }
+    host_port.split(':').next().unwrap_or("")
+}
+
+fn host_matches(pattern: &str, host: &str) -> bool {
+    let (pattern, host) = (pattern.to_ascii_lowercase(), host.to_ascii_lowercase());
+    if pattern == "*" || pattern == host {
+        return true;
+    }
+    match pattern.strip_prefix("*.") {
+        Some(suffix) => host.ends_with(&format!(".{suffix}")),
+        None => false,
+    }
+}
+
+/// The outcome of a permission check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Run the call.
+    Allow,
+    /// Ask a person (a denial when no one can be asked).
+    Ask,
+    /// Refuse the call.
+    Deny,
+}
+
+/// Permission modes (DESIGN §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Read-only tools inside the workspace are allowed; everything else asks.
+    #[default]
+    Default,
+    /// Also allow writes inside the workspace.
+    AcceptEdits,
+    /// Allow everything no rule denies.
+    Bypass,
+    /// Like default, but every ask is a denial.
+    DontAsk,
+    /// Only read-only tools run.
+    Plan,
+}
+
+impl FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "default" => Ok(Mode::Default),
+            "accept-edits" | "acceptEdits" => Ok(Mode::AcceptEdits),
+            "bypass" | "bypassPermissions" => Ok(Mode::Bypass),
+            "dont-ask" | "dontAsk" => Ok(Mode::DontAsk),
+            "plan" => Ok(Mode::Plan),
+            other => {
+                Err(format!("unknown permission mode {other:?}: use default, accept-edits, bypass, dont-ask or plan"))
+            }
+        }
+    }
+}
+
+/// The operator's rules.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// Calls allowed without asking.
+    pub allow: Vec<Rule>,
+    /// Calls that need a person's yes.
+    pub ask: Vec<Rule>,
+    /// Calls refused.
+    pub deny: Vec<Rule>,
+}
+
+/// What the permission check knows about a call.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The value at the tool's permission subject, with its kind.
+    pub subject: Option<(&'a str, SubjectKind)>,
+    /// Whether the tool declares itself read-only.
+    pub read_only: bool,
+}
+
+impl Rules {
+    /// Decide a call: deny rules first, then plan mode, then ask rules, then allow rules, then
+    /// the mode's default. Returns the decision and a reason naming the rule or mode.
+    pub fn decide(&self, mode: Mode, req: &Request<'_>, workspace: &Path) -> (Decision, String) {
+        let find = |rules: &[Rule]| rules.iter().find(|r| r.matches(req.tool, req.subject, workspace)).cloned();
+        if let Some(rule) = find(&self.deny) {
+            return (Decision::Deny, format!("denied by the rule {rule}"));
+        }
+        if mode == Mode::Plan && !req.read_only {
+            return (Decision::Deny, format!("plan mode runs only read-only tools; {} is not read-only", req.tool));
+        }
+        if let Some(rule) = find(&self.ask) {
+            return match mode {
+                Mode::Bypass => (Decision::Allow, format!("bypass mode (the rule {rule} would ask)")),
+                Mode::DontAsk => (Decision::Deny, format!("the rule {rule} asks, and dont-ask mode denies every ask")),
+                _ => (Decision::Ask, format!("the rule {rule} asks")),
+            };
+        }
+        if let Some(rule) = find(&self.allow) {
+            return (Decision::Allow, format!("allowed by the rule {rule}"));
+        }
+        let inside = match req.subject {
+            Some((value, SubjectKind::Path)) => resolve(value, workspace).starts_with(workspace),
+            _ => false,
+        };
+        let (decision, why) = match mode {
+            Mode::Bypass => (Decision::Allow, "bypass mode".to_string()),
+            _ if req.read_only && inside => (Decision::Allow, "a read-only tool inside the workspace".to_string()),
+            Mode::AcceptEdits if inside => (Decision::Allow, "accept-edits mode, inside the workspace".to_string()),
+            _ => (Decision::Ask, format!("no rule allows {}; add one such as {}", req.tool, suggestion(req))),
+        };
+        match (decision, mode) {
+            (Decision::Ask, Mode::DontAsk) => (Decision::Deny, format!("{why} (dont-ask mode denies every ask)")),
+            _ => (decision, why),
+        }
+    }
+}
+
+/// A rule that would allow this call, for messages.
+fn suggestion(req: &Request<'_>) -> String {
+    match req.subject {
+        Some((value, SubjectKind::Path)) if Path::new(value).is_absolute() => format!("{}(/{value})", req.tool),
+        Some((value, SubjectKind::Path)) => format!("{}({value})", req.tool),
+        Some((value, SubjectKind::Url)) => format!("{}(domain:{})", req.tool, url_host(value)),
+        _ => req.tool.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(s: &str) -> Rule {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parse_table() {
+        assert_eq!(rule("Read"), Rule { tool: "Read".into(), pattern: None });
+        assert_eq!(rule("Read(*)"), Rule { tool: "Read".into(), pattern: None });
+        assert_eq!(rule("Read(src/**)"), Rule { tool: "Read".into(), pattern: Some("src/**".into()) });
+        assert_eq!(rule(" Bash(npm run:*) ").to_string(), "Bash(npm run:*)");
+        for bad in ["", "Read(", "Read()", "Re ad", "Read(x", "(x)"] {
+            assert!(bad.parse::<Rule>().is_err(), "{bad:?} should not parse");
+        }
+    }
+
+    #[test]
+    fn path_patterns() {
+        let ws = Path::new("/w");
+        let cases = [
+            ("src/**", "src/a/b.rs", true),
+            ("src/**", "/w/src/x", true),
+            ("src/**", "lib/x", false),
+            ("src/*.rs", "src/a.rs", true),
+            ("src/*.rs", "src/a/b.rs", false),
+            // As in .gitignore, `*` may match nothing and a leading dot is not special.
+            ("*.env", "deep/dir/.env", true),
+            ("*.env", "deep/dir/prod.env", true),
+            (".git/**", ".git/config", true),
+            (".git/", ".git/hooks/pre-commit", true),
+            ("//etc/**", "/etc/passwd", true),
+            ("//etc/**", "etc/passwd", false),
+            ("src/**", "../w/src/x", true),
+            ("src/**", "src/../../etc/passwd", false),
+        ];
+        for (pattern, subject, want) in cases {
+            let r = Rule { tool: "Read".into(), pattern: Some(pattern.into()) };
+            assert_eq!(r.matches("Read", Some((subject, SubjectKind::Path)), ws), want, "{pattern} vs {subject}");
+        }
+    }
+
+    #[test]
+    fn url_and_text_patterns() {
+        let ws = Path::new("/w");
+        let url =
+            |p: &str, u: &str| rule(&format!("WebFetch({p})")).matches("WebFetch", Some((u, SubjectKind::Url)), ws);
+        assert!(url("api.github.com", "https://api.github.com/repos"));
+        assert!(url("domain:api.github.com", "https://user@API.github.com:443/x"));
+        assert!(url("*.github.com", "https://api.github.com/"));
+        assert!(!url("*.github.com", "https://github.com/"));
+        assert!(!url("github.com", "https://github.com.evil.net/"));
+        let text = |p: &str, v: &str| rule(&format!("Bash({p})")).matches("Bash", Some((v, SubjectKind::Text)), ws);
+        assert!(text("npm run:*", "npm run test"));
+        assert!(!text("npm run:*", "npx run"));
+        assert!(text("ls", "ls"));
+        assert!(!text("ls", "ls -la"));
+        assert!(!rule("Bash(ls)").matches("Bash", None, ws), "a pattern needs a subject");
+        assert!(!rule("Read").matches("Write", None, ws));
+    }
+
+    #[test]
+    fn decisions() {
+        let ws = Path::new("/w");
+        let rules = Rules {
+            allow: vec![rule("Write(notes/**)"), rule("Edit")],
+            ask: vec![rule("Read(secrets/**)")],
+            deny: vec![rule("Write(.git/**)"), rule("Edit(.git/**)")],
+        };
+        let req = |tool, path, read_only| Request { tool, subject: Some((path, SubjectKind::Path)), read_only };
+        let d = |mode, r: Request<'_>| rules.decide(mode, &r, ws).0;
+        use Decision::*;
+        // Defaults: read-only inside the workspace allowed, outside asks, writes ask.
+        assert_eq!(d(Mode::Default, req("Read", "src/a", true)), Allow);
+        assert_eq!(d(Mode::Default, req("Read", "/etc/passwd", true)), Ask);
+        assert_eq!(d(Mode::Default, req("Write", "src/a", false)), Ask);
+        // Rules, deny > ask > allow.
+        assert_eq!(d(Mode::Default, req("Write", "notes/x", false)), Allow);
+        assert_eq!(d(Mode::Default, req("Edit", ".git/config", false)), Deny);
+        assert_eq!(d(Mode::Bypass, req("Edit", ".git/config", false)), Deny, "bypass never overrides a deny");
+        assert_eq!(d(Mode::Default, req("Read", "secrets/k", true)), Ask);
+        assert_eq!(d(Mode::Bypass, req("Read", "secrets/k", true)), Allow);
+        assert_eq!(d(Mode::DontAsk, req("Read", "secrets/k", true)), Deny);
+        // Modes.
+        assert_eq!(d(Mode::AcceptEdits, req("Write", "src/a", false)), Allow);
+        assert_eq!(d(Mode::AcceptEdits, req("Write", "/tmp/a", false)), Ask);
+        assert_eq!(d(Mode::DontAsk, req("Write", "src/a", false)), Deny);
+        assert_eq!(d(Mode::Plan, req("Write", "notes/x", false)), Deny);
+        assert_eq!(d(Mode::Plan, req("Read", "src/a", true)), Allow);
+        assert_eq!(d(Mode::Bypass, req("Write", "/tmp/a", false)), Allow);
+        // The message of an ask names a rule that would allow the call.
+        let (_, why) = rules.decide(Mode::Default, &req("Write", "/tmp/a", false), ws);
+        assert!(why.contains("Write(//tmp/a)"), "{why}");
+    }
+
+    #[test]
+    fn modes_parse() {
+        assert_eq!("accept-edits".parse::<Mode>(), Ok(Mode::AcceptEdits));
+        assert_eq!("bypassPermissions".parse::<Mode>(), Ok(Mode::Bypass));
+        assert!("yolo".parse::<Mode>().is_err());
+    }
+}
