@@ -100,7 +100,7 @@ impl Config {
 
         check_limits(&config.limits.positive_fields(), "limits", &err_at)?;
         for (name, tool) in &config.tools {
-            check_limits(&tool.positive_fields(), &format!("tools.{name}"), &err_at)?;
+            check_limits(&tool.limits().positive_fields(), &format!("tools.{name}"), &err_at)?;
             if let Some(sha) = &tool.sha256 {
                 let s = sha.get_ref();
                 if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -210,21 +210,6 @@ impl ToolConfig {
             max_input_bytes: self.max_input_bytes.clone(),
             max_output_bytes: self.max_output_bytes.clone(),
         }
-    }
-
-    fn positive_fields(&self) -> Vec<(&'static str, &Spanned<i64>)> {
-        [
-            ("timeout_ms", &self.timeout_ms),
-            ("memory_mib", &self.memory_mib),
-            ("fuel", &self.fuel),
-            ("max_result_chars", &self.max_result_chars),
-            ("max_stdio_bytes", &self.max_stdio_bytes),
-            ("max_input_bytes", &self.max_input_bytes),
-            ("max_output_bytes", &self.max_output_bytes),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
-        .collect()
     }
 }
 

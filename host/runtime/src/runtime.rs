@@ -122,17 +122,11 @@ impl RuntimeBuilder {
         let engine = match self.engine {
             Some(e) => e,
             None => {
-                let max_memory = self
-                    .config
-                    .tools
-                    .keys()
-                    .map(|t| self.config.limits_for(t).memory_mib)
-                    .chain([self.config.limits_for("").memory_mib, 4096])
-                    .max()
-                    .unwrap_or(4096);
+                // Pool slots are sized for the largest wasm32 memory (4 GiB, the default), so any
+                // configured memory limit fits; only fuel metering depends on the config.
                 let fuel = self.config.limits_for("").fuel.is_some()
                     || self.config.tools.keys().any(|t| self.config.limits_for(t).fuel.is_some());
-                ToolEngine::new(&EngineOptions { max_memory_mib: max_memory, fuel, ..EngineOptions::default() })?
+                ToolEngine::new(&EngineOptions { fuel, ..EngineOptions::default() })?
             }
         };
         let workspace_json: Arc<str> =
