@@ -1,7 +1,7 @@
 //! The `toolhost.toml` document, parsed strictly: an unknown key or a malformed value is an
 //! error naming the file, the line, the column and the key.
 
-use crate::{Grant, Limits};
+use crate::{Grant, HookMatcher, Limits, Mode, Rule, Rules};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,9 +14,87 @@ pub struct Config {
     /// Defaults for every tool.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// Permission mode and rules.
+    #[serde(default)]
+    pub permissions: PermissionsConfig,
     /// Per-tool settings, by tool name.
     #[serde(default)]
     pub tools: BTreeMap<String, ToolConfig>,
+    /// Command hooks.
+    #[serde(default)]
+    pub hooks: HooksConfig,
+}
+
+/// `[permissions]`: the mode and the allow / ask / deny rules (Claude Code syntax).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsConfig {
+    /// `default`, `accept-edits`, `bypass`, `dont-ask` or `plan`.
+    pub mode: Option<Spanned<String>>,
+    /// Calls allowed without asking.
+    #[serde(default)]
+    pub allow: Vec<Spanned<String>>,
+    /// Calls that need a person's yes.
+    #[serde(default)]
+    pub ask: Vec<Spanned<String>>,
+    /// Calls refused.
+    #[serde(default)]
+    pub deny: Vec<Spanned<String>>,
+}
+
+impl PermissionsConfig {
+    /// The mode (checked at parse time; `default` when absent).
+    pub fn mode(&self) -> Mode {
+        self.mode.as_ref().and_then(|m| m.get_ref().parse().ok()).unwrap_or_default()
+    }
+
+    /// The rules (checked at parse time).
+    pub fn rules(&self) -> Rules {
+        let parse = |v: &[Spanned<String>]| v.iter().filter_map(|r| r.get_ref().parse::<Rule>().ok()).collect();
+        Rules { allow: parse(&self.allow), ask: parse(&self.ask), deny: parse(&self.deny) }
+    }
+}
+
+/// `[[hooks.pre_tool_use]]`, `[[hooks.post_tool_use]]`, `[[hooks.post_tool_use_failure]]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksConfig {
+    /// Run after `validate`, before the permission check.
+    #[serde(default)]
+    pub pre_tool_use: Vec<HookConfig>,
+    /// Run after a successful call.
+    #[serde(default)]
+    pub post_tool_use: Vec<HookConfig>,
+    /// Run after a call that failed.
+    #[serde(default)]
+    pub post_tool_use_failure: Vec<HookConfig>,
+}
+
+/// One command hook.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    /// Which tools it applies to (see [`HookMatcher`]); absent = every tool.
+    pub matcher: Option<Spanned<String>>,
+    /// A shell command, run by `sh -c` in the workspace.
+    pub command: Spanned<String>,
+    /// How long it may run (default 60 000).
+    pub timeout_ms: Option<Spanned<i64>>,
+}
+
+impl HookConfig {
+    /// Default hook timeout.
+    pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
+
+    /// The matcher (checked at parse time).
+    pub fn matcher(&self) -> HookMatcher {
+        self.matcher.as_ref().and_then(|m| m.get_ref().parse().ok()).unwrap_or(HookMatcher::All)
+    }
+
+    /// The timeout in milliseconds.
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_ms.as_ref().map_or(Self::DEFAULT_TIMEOUT_MS, |t| (*t.get_ref()).max(1) as u64)
+    }
 }
 
 /// Limits that can be set in `[limits]` (all tools) or `[tools.NAME]` (one tool).
@@ -108,6 +186,39 @@ impl Config {
                         sha.span().start,
                         format!("tools.{name}.sha256: expected 64 hex digits, got {s:?}"),
                     ));
+                }
+            }
+        }
+        let p = &config.permissions;
+        if let Some(mode) = &p.mode {
+            mode.get_ref().parse::<Mode>().map_err(|e| err_at(mode.span().start, format!("permissions.mode: {e}")))?;
+        }
+        for (key, rules) in [("allow", &p.allow), ("ask", &p.ask), ("deny", &p.deny)] {
+            for (i, rule) in rules.iter().enumerate() {
+                rule.get_ref()
+                    .parse::<Rule>()
+                    .map_err(|e| err_at(rule.span().start, format!("permissions.{key}[{i}]: {e}")))?;
+            }
+        }
+        let h = &config.hooks;
+        for (key, hooks) in [
+            ("pre_tool_use", &h.pre_tool_use),
+            ("post_tool_use", &h.post_tool_use),
+            ("post_tool_use_failure", &h.post_tool_use_failure),
+        ] {
+            for (i, hook) in hooks.iter().enumerate() {
+                if let Some(m) = &hook.matcher {
+                    m.get_ref()
+                        .parse::<HookMatcher>()
+                        .map_err(|e| err_at(m.span().start, format!("hooks.{key}[{i}].matcher: {e}")))?;
+                }
+                if hook.command.get_ref().trim().is_empty() {
+                    return Err(err_at(hook.command.span().start, format!("hooks.{key}[{i}].command: empty command")));
+                }
+                if let Some(t) = &hook.timeout_ms
+                    && *t.get_ref() < 1
+                {
+                    return Err(err_at(t.span().start, format!("hooks.{key}[{i}].timeout_ms: must be at least 1")));
                 }
             }
         }

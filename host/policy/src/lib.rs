@@ -24,13 +24,15 @@
 mod capability;
 mod config;
 mod grant;
+mod hook;
 mod limits;
 mod path;
 mod permission;
 
 pub use capability::Capability;
-pub use config::{Config, ConfigError, LimitsConfig, ToolConfig};
+pub use config::{Config, ConfigError, HookConfig, HooksConfig, LimitsConfig, PermissionsConfig, ToolConfig};
 pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant};
+pub use hook::HookMatcher;
 pub use limits::Limits;
 pub use path::{normalize, resolve};
 pub use permission::{Decision, Mode, Request, Rule, RuleError, Rules, SubjectKind};
