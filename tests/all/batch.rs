@@ -14,8 +14,12 @@ async fn runtime_with(
     max_concurrency: usize,
     events: Option<toolhost::EventSink>,
 ) -> Arc<Runtime> {
-    let mut b =
-        Runtime::builder().engine(engine()).workspace(ws).config(Config::default()).max_concurrency(max_concurrency);
+    let mut b = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws)
+        .config(Config::default())
+        .max_concurrency(max_concurrency);
     if let Some(sink) = events {
         b = b.events(sink);
     }
@@ -159,7 +163,13 @@ async fn duplicate_ids_are_refused_and_every_call_still_gets_a_result() {
 #[tokio::test(flavor = "multi_thread")]
 async fn max_concurrency_below_one_is_an_error_not_a_hang() {
     let ws = workspace();
-    let err = Runtime::builder().engine(engine()).workspace(ws.path()).max_concurrency(0).build().unwrap_err();
+    let err = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws.path())
+        .max_concurrency(0)
+        .build()
+        .unwrap_err();
     assert!(err.to_string().contains("max_concurrency"), "{err}");
 }
 
@@ -232,7 +242,7 @@ async fn an_unsafe_call_runs_alone_between_the_safe_groups_around_it() {
     let sink: toolhost::EventSink = Arc::new(move |e| match e {
         Event::Start { id, .. } => l.lock().unwrap().push(format!("start {id}")),
         Event::Finish { id, .. } => l.lock().unwrap().push(format!("finish {id}")),
-        Event::Progress { .. } => {}
+        _ => {}
     });
     let rt = runtime_with(ws.path(), 10, Some(sink)).await;
     let sleep = |id: &str| call(id, "Sleep", json!({"ms": 20}));

@@ -276,7 +276,7 @@ fn a_session_file_carries_read_state_to_a_later_edit() {
     let edit = r#"{"file_path":"a.txt","old_string":"hello","new_string":"bye"}"#;
 
     // Without a session, each call is fresh: Edit refuses.
-    let o = run(ws.path(), &["call", "Edit", edit]);
+    let o = run(ws.path(), &["--permission-mode", "accept-edits", "call", "Edit", edit]);
     assert_exit(&o, 1);
     assert!(stdout(&o).contains("File has not been read yet"), "{}", stdout(&o));
 
@@ -285,7 +285,7 @@ fn a_session_file_carries_read_state_to_a_later_edit() {
     let saved: Value = serde_json::from_str(&fs::read_to_string(&session).unwrap()).unwrap();
     assert!(saved.as_object().unwrap().keys().any(|k| k.starts_with("read:") && k.ends_with("a.txt")), "{saved}");
 
-    let o = run(ws.path(), &["call", "Edit", edit, "--session", session_arg]);
+    let o = run(ws.path(), &["--permission-mode", "accept-edits", "call", "Edit", edit, "--session", session_arg]);
     assert_exit(&o, 0);
     assert!(stdout(&o).contains("has been updated successfully"), "{}", stdout(&o));
     assert_eq!(fs::read_to_string(ws.path().join("a.txt")).unwrap(), "bye\nworld\n");
@@ -294,6 +294,8 @@ fn a_session_file_carries_read_state_to_a_later_edit() {
     let o = run(
         ws.path(),
         &[
+            "--permission-mode",
+            "accept-edits",
             "call",
             "Edit",
             r#"{"file_path":"a.txt","old_string":"world","new_string":"earth"}"#,

@@ -247,7 +247,13 @@ async fn progress_goes_to_events_and_never_to_the_result() {
         let events = events.clone();
         Arc::new(move |e| events.lock().unwrap().push(e))
     };
-    let mut rt = Runtime::builder().engine(engine()).workspace(ws.path()).events(sink).build().expect("runtime");
+    let mut rt = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws.path())
+        .events(sink)
+        .build()
+        .expect("runtime");
     rt.load(guest("progress", guests::PROGRESS)).await.expect("load Progress");
     let session = Session::new();
     let result = call(&rt, &session, "Progress", json!({})).await;
@@ -276,6 +282,7 @@ async fn progress_goes_to_events_and_never_to_the_result() {
             Event::Start { .. } => "start",
             Event::Progress { .. } => "progress",
             Event::Finish { .. } => "finish",
+            _ => "other",
         })
         .collect();
     assert_eq!(kinds, ["start", "progress", "progress", "finish"], "events: {events:?}");
@@ -297,7 +304,13 @@ async fn a_failure_is_reported_in_the_finish_event() {
         let events = events.clone();
         Arc::new(move |e| events.lock().unwrap().push(e))
     };
-    let mut rt = Runtime::builder().engine(engine()).workspace(ws.path()).events(sink).build().expect("runtime");
+    let mut rt = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws.path())
+        .events(sink)
+        .build()
+        .expect("runtime");
     rt.load(guest("panic", guests::PANIC)).await.expect("load Panic");
     let result = call(&rt, &Session::new(), "Panic", json!({})).await;
     assert_eq!(result.outcome, OutcomeKind::Panic);

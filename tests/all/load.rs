@@ -9,7 +9,12 @@ use toolhost::{Error, Runtime, Session, ToolSource};
 use toolhost_tests::{call, config, engine, guests, workspace};
 
 fn bare_runtime(ws: &Path) -> Runtime {
-    Runtime::builder().engine(engine()).workspace(ws).build().expect("runtime")
+    Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws)
+        .build()
+        .expect("runtime")
 }
 
 /// Load `source` expecting a load error; returns its message, checked to name `label`.
@@ -134,12 +139,24 @@ async fn a_sha256_pin_must_match() {
 
     // Pinned by the config.
     let cfg = config(&format!("[tools.Noop]\nsha256 = \"{wrong}\""));
-    let mut rt = Runtime::builder().engine(engine()).workspace(ws.path()).config(cfg).build().unwrap();
+    let mut rt = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws.path())
+        .config(cfg)
+        .build()
+        .unwrap();
     let m = load_error(&mut rt, ToolSource::bytes("noop.wasm", guests::NOOP), "noop.wasm").await;
     assert!(m.contains("sha256 mismatch") && m.contains("Noop"), "{m}");
     assert!(rt.tool("Noop").is_none());
     let cfg = config(&format!("[tools.Noop]\nsha256 = \"{sha}\""));
-    let mut rt = Runtime::builder().engine(engine()).workspace(ws.path()).config(cfg).build().unwrap();
+    let mut rt = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws.path())
+        .config(cfg)
+        .build()
+        .unwrap();
     noop_works(&mut rt).await;
 }
 
@@ -161,7 +178,13 @@ async fn compiled_components_are_cached_on_disk() {
     let with_cache = || {
         let engine =
             toolhost::ToolEngine::new(&toolhost::EngineOptions { pooling: false, ..Default::default() }).unwrap();
-        Runtime::builder().engine(engine).workspace(ws.path()).cache_dir(&cache_dir).build().unwrap()
+        Runtime::builder()
+            .permission_mode(toolhost::policy::Mode::Bypass)
+            .engine(engine)
+            .workspace(ws.path())
+            .cache_dir(&cache_dir)
+            .build()
+            .unwrap()
     };
 
     let mut first = with_cache();
@@ -205,7 +228,12 @@ async fn an_unwritable_cache_dir_is_not_fatal() {
     // A file where the cache directory should be: nothing can be written there.
     let blocker = ws.path().join("not-a-dir");
     fs::write(&blocker, "x").unwrap();
-    let mut rt =
-        Runtime::builder().engine(engine()).workspace(ws.path()).cache_dir(blocker.join("cache")).build().unwrap();
+    let mut rt = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws.path())
+        .cache_dir(blocker.join("cache"))
+        .build()
+        .unwrap();
     noop_works(&mut rt).await;
 }

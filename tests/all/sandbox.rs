@@ -13,6 +13,7 @@ const SECRET: &str = "TOP-SECRET-a7f3c9";
 /// A runtime over `ws` with Probe under `toml` (default grant: the workspace, read-write).
 async fn probe_runtime(ws: &Path, toml: &str) -> Runtime {
     let mut rt = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
         .engine(engine())
         .workspace(ws)
         .config(config(toml))

@@ -50,7 +50,8 @@ fn main() {
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     tokio.block_on(async {
         let ws = tempfile::tempdir().unwrap();
-        let mut rt = Runtime::builder().workspace(ws.path()).build().unwrap();
+        let mut rt =
+            Runtime::builder().permission_mode(toolhost::policy::Mode::Bypass).workspace(ws.path()).build().unwrap();
         for (label, bytes) in [
             ("sleep.wasm", toolhost_tests::guests::SLEEP),
             ("burn.wasm", toolhost_tests::guests::BURN),

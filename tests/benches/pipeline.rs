@@ -13,8 +13,13 @@ use toolhost::{EngineOptions, Runtime, Session, ToolEngine, ToolSource, ToolUse}
 fn runtime(rt: &tokio::runtime::Runtime, pooling: bool, ws: &std::path::Path) -> Runtime {
     let engine = ToolEngine::new(&EngineOptions { pooling, ..EngineOptions::default() }).expect("engine");
     assert_eq!(engine.is_pooled(), pooling, "the pooling allocator is available here");
-    let mut runtime =
-        Runtime::builder().engine(engine).workspace(ws).config(Config::default()).build().expect("runtime");
+    let mut runtime = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine)
+        .workspace(ws)
+        .config(Config::default())
+        .build()
+        .expect("runtime");
     rt.block_on(runtime.load(ToolSource::bytes("noop.wasm", toolhost_tests::guests::NOOP))).expect("load");
     runtime
 }

@@ -25,9 +25,29 @@ pub struct GlobalArgs {
     /// Do not load the embedded default tools.
     #[arg(long, global = true)]
     pub no_default_tools: bool,
+    /// Permission mode: default, accept-edits, bypass, dont-ask or plan (overrides the config).
+    #[arg(long, global = true, value_name = "MODE", value_parser = parse_mode)]
+    pub permission_mode: Option<toolhost_policy::Mode>,
+    /// Allow calls matching RULE, e.g. 'Write(notes/**)' (repeatable; adds to the config).
+    #[arg(long, global = true, value_name = "RULE", value_parser = parse_rule)]
+    pub allow: Vec<toolhost_policy::Rule>,
+    /// Ask before calls matching RULE (repeatable; adds to the config).
+    #[arg(long, global = true, value_name = "RULE", value_parser = parse_rule)]
+    pub ask: Vec<toolhost_policy::Rule>,
+    /// Deny calls matching RULE, e.g. 'Edit(.git/**)' (repeatable; adds to the config).
+    #[arg(long, global = true, value_name = "RULE", value_parser = parse_rule)]
+    pub deny: Vec<toolhost_policy::Rule>,
     /// More logging on stderr (-v, -vv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+fn parse_mode(s: &str) -> Result<toolhost_policy::Mode, String> {
+    s.parse()
+}
+
+fn parse_rule(s: &str) -> Result<toolhost_policy::Rule, String> {
+    s.parse().map_err(|e: toolhost_policy::RuleError| e.to_string())
 }
 
 pub fn init_tracing(verbose: u8) {
@@ -86,11 +106,32 @@ pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_fi
         Some(w) => w.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
+    let display = Arc::new(if std::io::stderr().is_terminal() {
+        Display::live()
+    } else {
+        Display::Plain { verbose: verbose_events }
+    });
     let mut builder = Runtime::builder()
         .workspace(&workspace)
         .config(config.clone())
         .env(std::env::vars())
-        .events(event_printer(verbose_events, events_file)?);
+        .events(event_printer(display.clone(), events_file)?);
+    if let Some(mode) = args.permission_mode {
+        builder = builder.permission_mode(mode);
+    }
+    for rule in &args.allow {
+        builder = builder.allow_rule(rule.clone());
+    }
+    for rule in &args.ask {
+        builder = builder.ask_rule(rule.clone());
+    }
+    for rule in &args.deny {
+        builder = builder.deny_rule(rule.clone());
+    }
+    let pause: crate::ask::Pause = Arc::new(move |paused| display.pause(paused));
+    if let Some(decider) = crate::ask::TtyDecider::if_interactive(Some(pause)) {
+        builder = builder.decider(Arc::new(decider));
+    }
     if let Some(dir) = cache_dir() {
         builder = builder.cache_dir(dir);
     }
@@ -199,14 +240,13 @@ fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Events on stderr (a live display on a terminal, plain lines otherwise) and, with
 /// `--events FILE`, as JSON lines in that file. Never on stdout: that is data.
-fn event_printer(verbose: bool, events_file: Option<&Path>) -> Result<toolhost::EventSink> {
+fn event_printer(display: Arc<Display>, events_file: Option<&Path>) -> Result<toolhost::EventSink> {
     let file = match events_file {
         Some(p) => {
             Some(std::sync::Mutex::new(std::fs::File::create(p).with_context(|| format!("--events {}", p.display()))?))
         }
         None => None,
     };
-    let display = if std::io::stderr().is_terminal() { Display::live() } else { Display::Plain { verbose } };
     Ok(Arc::new(move |event| {
         if let Some(file) = &file
             && let Ok(line) = serde_json::to_string(&event)
@@ -231,9 +271,34 @@ impl Display {
         Display::Live { bars: indicatif::MultiProgress::new(), running: std::sync::Mutex::new(HashMap::new()) }
     }
 
+    /// Hide the live display while a question is on the terminal, and bring it back.
+    fn pause(&self, paused: bool) {
+        if let Display::Live { bars, .. } = self {
+            bars.set_draw_target(if paused {
+                indicatif::ProgressDrawTarget::hidden()
+            } else {
+                indicatif::ProgressDrawTarget::stderr()
+            });
+        }
+    }
+
     fn show(&self, event: Event) {
+        // Hook failures never block a call, so they must be visible.
+        if let Event::HookFailed { id, tool, hook_event, hook, message } = &event {
+            let line = format!("warning: {hook_event} hook [{hook}] for {tool} ({id}) failed: {message}");
+            match self {
+                Display::Live { bars, .. } => {
+                    let _ = bars.println(line);
+                }
+                Display::Plain { .. } => eprintln!("{line}"),
+            }
+            return;
+        }
         match self {
             Display::Plain { verbose } => match event {
+                Event::PermissionAsked { id, tool, answer, .. } if *verbose => {
+                    eprintln!("permission {tool} ({id}): {answer}")
+                }
                 Event::Progress { tool, message, .. } => eprintln!("{tool}: {message}"),
                 Event::Start { id, tool } if *verbose => eprintln!("start {tool} ({id})"),
                 Event::Finish { id, tool, outcome, duration_ms } if *verbose => {
@@ -260,6 +325,7 @@ impl Display {
                             let _ = bars.println(format!("{tool}: {message}"));
                         }
                     },
+                    _ => {}
                     Event::Finish { id, tool, outcome, duration_ms } => {
                         if let Some(bar) = running.remove(&id) {
                             bar.finish_and_clear();

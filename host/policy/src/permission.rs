@@ -9,8 +9,6 @@
 //!
 //! Rules combine deny > ask > allow; then the mode decides what no rule covers.
 //!
-//! *Status:* the parser, matcher and decision table are here and tested; wiring them into the
-//! runtime and the config (`[permissions]`) is the rest of issue 4.
 
 use crate::path::{normalize, resolve};
 use std::path::Path;
@@ -236,13 +234,68 @@ pub struct Request<'a> {
     pub subject: Option<(&'a str, SubjectKind)>,
     /// Whether the tool declares itself read-only.
     pub read_only: bool,
+    /// Whether everything the tool was granted lies inside the workspace (no directory outside
+    /// it, no network). Decides "inside the workspace" for a call without a path subject,
+    /// e.g. a search whose optional `path` was left out.
+    pub grant_inside_workspace: bool,
+}
+
+impl Request<'_> {
+    /// Whether the call stays inside the workspace: its path subject does, or, without one,
+    /// its grant does.
+    pub fn inside_workspace(&self, workspace: &Path) -> bool {
+        match self.subject {
+            Some((value, SubjectKind::Path)) => resolve(value, workspace).starts_with(workspace),
+            _ => self.grant_inside_workspace,
+        }
+    }
+
+    /// A rule that would allow this call, for messages: the subject's file, host or value.
+    /// Paths inside the workspace are given relative to it.
+    pub fn suggested_rule(&self, workspace: &Path) -> String {
+        match self.subject {
+            Some((value, SubjectKind::Path)) if Path::new(value).is_absolute() => {
+                match resolve(value, workspace).strip_prefix(workspace) {
+                    Ok(rel) if !rel.as_os_str().is_empty() => format!("{}({})", self.tool, rel.display()),
+                    _ => format!("{}(/{value})", self.tool),
+                }
+            }
+            Some((value, SubjectKind::Path)) => format!("{}({value})", self.tool),
+            Some((value, SubjectKind::Url)) => format!("{}(domain:{})", self.tool, url_host(value)),
+            _ => self.tool.to_string(),
+        }
+    }
 }
 
 impl Rules {
     /// Decide a call: deny rules first, then plan mode, then ask rules, then allow rules, then
     /// the mode's default. Returns the decision and a reason naming the rule or mode.
     pub fn decide(&self, mode: Mode, req: &Request<'_>, workspace: &Path) -> (Decision, String) {
-        let find = |rules: &[Rule]| rules.iter().find(|r| r.matches(req.tool, req.subject, workspace)).cloned();
+        self.decide_with_hook(mode, req, workspace, None)
+    }
+
+    /// [`Rules::decide`] after PreToolUse hooks answered `hook` (`Deny` is handled by the
+    /// caller). A hook's `ask` forces a question and its `allow` skips the mode's default, but
+    /// neither overrides a deny rule, plan mode or an ask rule, as in Claude Code.
+    ///
+    /// As in Claude Code, a `Read(pattern)` rule also covers every other read-only tool whose
+    /// subject is a path, and an `Edit(pattern)` rule every other tool that writes to one: a
+    /// `deny = ["Read(.env)"]` keeps Grep and Glob out of `.env` too.
+    pub fn decide_with_hook(
+        &self,
+        mode: Mode,
+        req: &Request<'_>,
+        workspace: &Path,
+        hook: Option<Decision>,
+    ) -> (Decision, String) {
+        let covers = |r: &Rule| {
+            r.matches(req.tool, req.subject, workspace)
+                || matches!(req.subject, Some((_, SubjectKind::Path)))
+                    && r.pattern.is_some()
+                    && ((r.tool == "Read" && req.read_only) || (r.tool == "Edit" && !req.read_only))
+                    && r.matches(&r.tool, req.subject, workspace)
+        };
+        let find = |rules: &[Rule]| rules.iter().find(|r| covers(r)).cloned();
         if let Some(rule) = find(&self.deny) {
             return (Decision::Deny, format!("denied by the rule {rule}"));
         }
@@ -256,33 +309,29 @@ impl Rules {
                 _ => (Decision::Ask, format!("the rule {rule} asks")),
             };
         }
+        match hook {
+            Some(Decision::Ask) if mode == Mode::DontAsk => {
+                return (Decision::Deny, "a PreToolUse hook asks, and dont-ask mode denies every ask".to_string());
+            }
+            Some(Decision::Ask) => return (Decision::Ask, "a PreToolUse hook asks".to_string()),
+            Some(Decision::Allow) => return (Decision::Allow, "allowed by a PreToolUse hook".to_string()),
+            _ => {}
+        }
         if let Some(rule) = find(&self.allow) {
             return (Decision::Allow, format!("allowed by the rule {rule}"));
         }
-        let inside = match req.subject {
-            Some((value, SubjectKind::Path)) => resolve(value, workspace).starts_with(workspace),
-            _ => false,
-        };
+        let inside = req.inside_workspace(workspace);
         let (decision, why) = match mode {
             Mode::Bypass => (Decision::Allow, "bypass mode".to_string()),
             _ if req.read_only && inside => (Decision::Allow, "a read-only tool inside the workspace".to_string()),
             Mode::AcceptEdits if inside => (Decision::Allow, "accept-edits mode, inside the workspace".to_string()),
-            _ => (Decision::Ask, format!("no rule allows {}; add one such as {}", req.tool, suggestion(req))),
+            _ if !inside => (Decision::Ask, format!("no rule allows {} outside the workspace", req.tool)),
+            _ => (Decision::Ask, format!("no rule allows {} to run without asking", req.tool)),
         };
         match (decision, mode) {
             (Decision::Ask, Mode::DontAsk) => (Decision::Deny, format!("{why} (dont-ask mode denies every ask)")),
             _ => (decision, why),
         }
-    }
-}
-
-/// A rule that would allow this call, for messages.
-fn suggestion(req: &Request<'_>) -> String {
-    match req.subject {
-        Some((value, SubjectKind::Path)) if Path::new(value).is_absolute() => format!("{}(/{value})", req.tool),
-        Some((value, SubjectKind::Path)) => format!("{}({value})", req.tool),
-        Some((value, SubjectKind::Url)) => format!("{}(domain:{})", req.tool, url_host(value)),
-        _ => req.tool.to_string(),
     }
 }
 
@@ -357,7 +406,12 @@ mod tests {
             ask: vec![rule("Read(secrets/**)")],
             deny: vec![rule("Write(.git/**)"), rule("Edit(.git/**)")],
         };
-        let req = |tool, path, read_only| Request { tool, subject: Some((path, SubjectKind::Path)), read_only };
+        let req = |tool, path, read_only| Request {
+            tool,
+            subject: Some((path, SubjectKind::Path)),
+            read_only,
+            grant_inside_workspace: true,
+        };
         let d = |mode, r: Request<'_>| rules.decide(mode, &r, ws).0;
         use Decision::*;
         // Defaults: read-only inside the workspace allowed, outside asks, writes ask.
@@ -380,7 +434,59 @@ mod tests {
         assert_eq!(d(Mode::Bypass, req("Write", "/tmp/a", false)), Allow);
         // The message of an ask names a rule that would allow the call.
         let (_, why) = rules.decide(Mode::Default, &req("Write", "/tmp/a", false), ws);
-        assert!(why.contains("Write(//tmp/a)"), "{why}");
+        assert!(why.contains("outside the workspace"), "{why}");
+        assert_eq!(req("Write", "/tmp/a", false).suggested_rule(ws), "Write(//tmp/a)");
+        assert_eq!(req("Write", "/w/src/a", false).suggested_rule(ws), "Write(src/a)");
+    }
+
+    #[test]
+    fn read_and_edit_rules_cover_their_families() {
+        let ws = Path::new("/w");
+        let rules = Rules { deny: vec![rule("Read(.env)"), rule("Edit(.git/**)")], ..Rules::default() };
+        let req = |tool, path, read_only| Request {
+            tool,
+            subject: Some((path, SubjectKind::Path)),
+            read_only,
+            grant_inside_workspace: true,
+        };
+        let d = |r: Request<'_>| rules.decide(Mode::Bypass, &r, ws).0;
+        assert_eq!(d(req("Grep", "sub/.env", true)), Decision::Deny, "Read(..) covers every reader");
+        assert_eq!(d(req("Write", ".git/config", false)), Decision::Deny, "Edit(..) covers every writer");
+        assert_eq!(d(req("Write", ".env", false)), Decision::Allow, "Read(..) says nothing of writers");
+        assert_eq!(d(req("Grep", ".git/config", true)), Decision::Allow, "Edit(..) says nothing of readers");
+        let whole = Rules { deny: vec![rule("Read")], ..Rules::default() };
+        assert_eq!(
+            whole.decide(Mode::Bypass, &req("Grep", "x", true), ws).0,
+            Decision::Allow,
+            "whole-tool rules name one tool"
+        );
+    }
+
+    #[test]
+    fn calls_without_a_subject_and_hook_answers() {
+        let ws = Path::new("/w");
+        let none =
+            |grant_inside_workspace| Request { tool: "Grep", subject: None, read_only: true, grant_inside_workspace };
+        let rules = Rules::default();
+        assert_eq!(rules.decide(Mode::Default, &none(true), ws).0, Decision::Allow);
+        assert_eq!(rules.decide(Mode::Default, &none(false), ws).0, Decision::Ask, "a grant reaching outside asks");
+
+        let write = Request {
+            tool: "Write",
+            subject: Some(("a", SubjectKind::Path)),
+            read_only: false,
+            grant_inside_workspace: true,
+        };
+        let with = |rules: &Rules, mode, hook| rules.decide_with_hook(mode, &write, ws, hook).0;
+        use Decision::*;
+        assert_eq!(with(&rules, Mode::Default, Some(Allow)), Allow, "a hook's allow skips the question");
+        assert_eq!(with(&rules, Mode::Bypass, Some(Ask)), Ask, "a hook's ask forces the question");
+        assert_eq!(with(&rules, Mode::DontAsk, Some(Ask)), Deny);
+        let deny = Rules { deny: vec![rule("Write")], ..Rules::default() };
+        assert_eq!(with(&deny, Mode::Default, Some(Allow)), Deny, "a hook's allow never beats a deny rule");
+        let ask = Rules { ask: vec![rule("Write(a)")], ..Rules::default() };
+        assert_eq!(with(&ask, Mode::Default, Some(Allow)), Ask, "nor an ask rule");
+        assert_eq!(with(&rules, Mode::Plan, Some(Allow)), Deny, "nor plan mode");
     }
 
     #[test]

@@ -44,6 +44,10 @@ pub enum OutcomeKind {
     HostError,
     /// The call was cancelled before or while it ran.
     Interrupted,
+    /// The permission check refused the call (a deny rule, a mode, or an ask nobody allowed).
+    PermissionDenied,
+    /// A PreToolUse hook blocked the call.
+    HookBlocked,
 }
 
 impl OutcomeKind {
@@ -66,6 +70,8 @@ impl OutcomeKind {
             OutcomeKind::OutputLimit => "output_limit",
             OutcomeKind::HostError => "host_error",
             OutcomeKind::Interrupted => "interrupted",
+            OutcomeKind::PermissionDenied => "permission_denied",
+            OutcomeKind::HookBlocked => "hook_blocked",
         }
     }
 }

@@ -1,20 +1,26 @@
 //! One `tool_use` → exactly one `tool_result`: lookup, input size, JSON Schema, the tool's
-//! `validate` (no capabilities), `call` on a fresh store with the granted capabilities, and
-//! the mapping of whatever happened. Every path out produces a result with the same id.
+//! `validate` (no capabilities), PreToolUse hooks, the permission check, `call` on a fresh
+//! store with the granted capabilities, PostToolUse hooks, and the mapping of whatever
+//! happened. Every path out produces a result with the same id.
 
 use crate::ToolUse;
 use crate::bindings::WitToolError;
 use crate::event::Event;
+use crate::hooks::{Combined, HookEvent, HookInput, HookResponse, combine};
 use crate::invoke::{Export, InvokeCtx, Returned, invoke};
 use crate::outcome::{Failure, INTERRUPTED, OutcomeKind};
+use crate::permission::{AskAnswer, AskRequest, claude_mode_name, decide, subject_value};
+use crate::result::ContentBlock;
 use crate::result::{ToolResult, map_output};
 use crate::runtime::{LoadedTool, Runtime};
 use crate::session::Session;
 use crate::state::CallEnv;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
+use toolhost_policy::{Decision, Request};
 
 /// Context updates a call asks for, in order (`None` deletes).
 pub(crate) type Updates = Vec<(String, Option<String>)>;
@@ -56,7 +62,7 @@ impl Runtime {
     /// failure, a trap or a timeout all mean "no".
     pub async fn is_concurrency_safe(&self, tool_use: &ToolUse) -> bool {
         let Some(tool) = self.tools.get(&tool_use.name) else { return false };
-        let Ok(input) = self.check_input(tool, tool_use) else { return false };
+        let Ok(input) = self.check_input(tool, &tool_use.id, &tool_use.input, "") else { return false };
         let context = Arc::default();
         matches!(
             self.invoke(
@@ -114,33 +120,90 @@ impl Runtime {
     ) -> (ToolResult, Updates) {
         let id = &tool_use.id;
         let name = &tool.info.name;
-        let input = match self.check_input(tool, tool_use) {
+        let mut input_value = tool_use.input.clone();
+        let mut input = match self.checked(tool, tool_use, &context, cancel, &input_value, "").await {
             Ok(input) => input,
             Err(result) => return (result, Vec::new()),
         };
 
-        // validate: the tool's own check, with no capabilities.
-        match self.invoke(tool, tool_use, &context, Access::Nothing, cancel, Export::Validate(&input)).await {
-            Ok(Returned::Validate(Ok(()))) => {}
-            Ok(Returned::Validate(Err(message))) => {
-                return (
-                    ToolResult::error(
-                        id,
-                        OutcomeKind::ValidateError,
-                        format!("<tool_use_error>{message}</tool_use_error>"),
-                    ),
-                    Vec::new(),
-                );
-            }
-            Ok(_) => unreachable!("validate returns a validation result"),
-            Err(f) => return (failure(id, f, "validate"), Vec::new()),
+        // 5. PreToolUse hooks: may block, rewrite the input (checked again), add context, decide.
+        let pre = self.run_hooks(HookEvent::PreToolUse, tool, id, &input_value, None, None).await;
+        let mut notes = context_notes(HookEvent::PreToolUse, name, &pre);
+        if pre.decision == Some(Decision::Deny) {
+            let reason = pre.reason.clone().unwrap_or_else(|| format!("PreToolUse:{name} hook blocked the call"));
+            return (with_notes(ToolResult::error(id, OutcomeKind::HookBlocked, reason), &notes), Vec::new());
+        }
+        if let Some(updated) = pre.updated_input {
+            const REWRITTEN: &str = " (after a PreToolUse hook rewrote the input)";
+            input = match self.checked(tool, tool_use, &context, cancel, &updated, REWRITTEN).await {
+                Ok(input) => input,
+                Err(result) => return (with_notes(result, &notes), Vec::new()),
+            };
+            input_value = updated;
+        }
+
+        // 6. Permission.
+        if let Err(result) = self.permit(tool, id, &input_value, pre.decision, cancel).await {
+            return (with_notes(result, &notes), Vec::new());
         }
 
         if cancel.is_cancelled() {
             return (ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED), Vec::new());
         }
+        // 7. Call.
         self.emit(|| Event::Start { id: id.clone(), tool: name.clone() });
-        let output = match self.invoke(tool, tool_use, &context, access, cancel, Export::Call(&input)).await {
+        let (result, updates) = self.call_tool(tool, tool_use, &context, access, cancel, &input).await;
+
+        // 8. PostToolUse / PostToolUseFailure hooks.
+        let post = if result.is_error {
+            let error = Some((result.text(), result.outcome == OutcomeKind::Interrupted));
+            self.run_hooks(HookEvent::PostToolUseFailure, tool, id, &input_value, None, error).await
+        } else {
+            let response = tool_response(&result);
+            self.run_hooks(HookEvent::PostToolUse, tool, id, &input_value, Some(response), None).await
+        };
+        let event = if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
+        notes.extend(context_notes(event, name, &post));
+        (with_notes(result, &notes), updates)
+    }
+
+    /// Schema and `validate` (step 3-4); `note` is added to messages about a rewritten input.
+    async fn checked(
+        &self,
+        tool: &LoadedTool,
+        tool_use: &ToolUse,
+        context: &Arc<BTreeMap<String, String>>,
+        cancel: &CancellationToken,
+        value: &Value,
+        note: &str,
+    ) -> Result<String, ToolResult> {
+        let id = &tool_use.id;
+        let input = self.check_input(tool, id, value, note)?;
+        match self.invoke(tool, tool_use, context, Access::Nothing, cancel, Export::Validate(&input)).await {
+            Ok(Returned::Validate(Ok(()))) => Ok(input),
+            Ok(Returned::Validate(Err(message))) => Err(ToolResult::error(
+                id,
+                OutcomeKind::ValidateError,
+                format!("<tool_use_error>{message}{note}</tool_use_error>"),
+            )),
+            Ok(_) => unreachable!("validate returns a validation result"),
+            Err(f) => Err(failure(id, f, "validate")),
+        }
+    }
+
+    /// Step 7: the call itself, on a fresh store with the granted capabilities.
+    async fn call_tool(
+        &self,
+        tool: &LoadedTool,
+        tool_use: &ToolUse,
+        context: &Arc<BTreeMap<String, String>>,
+        access: Access,
+        cancel: &CancellationToken,
+        input: &str,
+    ) -> (ToolResult, Updates) {
+        let id = &tool_use.id;
+        let name = &tool.info.name;
+        let output = match self.invoke(tool, tool_use, context, access, cancel, Export::Call(input)).await {
             Ok(Returned::Call(Ok(output))) => output,
             Ok(Returned::Call(Err(e))) => {
                 let (kind, message) = match e {
@@ -186,17 +249,160 @@ impl Runtime {
         }
     }
 
-    /// Input size and JSON Schema. Returns the input as JSON text for the guest.
-    fn check_input(&self, tool: &LoadedTool, tool_use: &ToolUse) -> Result<String, ToolResult> {
-        let id = &tool_use.id;
+    /// Step 6: rules and mode; an ask goes to the decider, one question at a time.
+    async fn permit(
+        &self,
+        tool: &LoadedTool,
+        id: &str,
+        input: &Value,
+        hook: Option<Decision>,
+        cancel: &CancellationToken,
+    ) -> Result<(), ToolResult> {
         let name = &tool.info.name;
-        let input = serde_json::to_string(&tool_use.input).unwrap_or_default();
+        let subject = subject_value(input, tool.info.permission_subject.as_deref());
+        let req = Request {
+            tool: name,
+            subject: subject.as_ref().map(|(v, k)| (v.as_str(), *k)),
+            read_only: tool.info.read_only,
+            grant_inside_workspace: tool.grant_inside_workspace,
+        };
+        let (decision, reason) = decide(&self.permissions, &req, &self.workspace, hook);
+        let denied = |message: String| ToolResult::error(id, OutcomeKind::PermissionDenied, message);
+        match decision {
+            Decision::Allow => return Ok(()),
+            Decision::Deny => return Err(denied(format!("Permission to use {name} has been denied: {reason}."))),
+            Decision::Ask => {}
+        }
+        let suggested = req.suggested_rule(&self.workspace);
+        let asked = |answer: &str| {
+            self.emit(|| Event::PermissionAsked {
+                id: id.to_string(),
+                tool: name.clone(),
+                reason: reason.clone(),
+                answer: answer.to_string(),
+            })
+        };
+        let _one_at_a_time = tokio::select! {
+            guard = self.permissions.ask_lock.lock() => guard,
+            _ = cancel.cancelled() => return Err(ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED)),
+        };
+        if self.permissions.session_allows(name, &self.workspace) {
+            return Ok(());
+        }
+        let Some(decider) = &self.decider else {
+            asked("no_one_to_ask");
+            return Err(denied(format!(
+                "Permission to use {name} has been denied: {reason}, and there is no one to ask (no terminal). \
+                 To allow such calls, add the rule \"{suggested}\" to `allow` in [permissions] of toolhost.toml, \
+                 or pass --allow '{suggested}'."
+            )));
+        };
+        let request = AskRequest {
+            tool_use_id: id.to_string(),
+            tool: name.clone(),
+            input: input.clone(),
+            subject: subject.map(|(v, _)| v),
+            reason: reason.clone(),
+            session_rule: name.clone(),
+            suggested_rule: suggested,
+        };
+        let answer = tokio::select! {
+            answer = decider.ask(&request) => answer,
+            _ = cancel.cancelled() => return Err(ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED)),
+        };
+        match answer {
+            AskAnswer::AllowOnce => {
+                asked("allow_once");
+                Ok(())
+            }
+            AskAnswer::AllowAlways => {
+                asked("allow_always");
+                self.permissions.allow_for_session(name);
+                Ok(())
+            }
+            AskAnswer::Deny(why) => {
+                asked("deny");
+                let why = why.filter(|w| !w.trim().is_empty()).map(|w| format!(": {w}")).unwrap_or_default();
+                Err(denied(format!("Permission to use {name} was denied by the user{why}.")))
+            }
+        }
+    }
+
+    /// Run the hooks of `event` for this call (command hooks and Rust hooks, all at once) and
+    /// combine their answers. Failed hooks are reported and otherwise ignored.
+    async fn run_hooks(
+        &self,
+        event: HookEvent,
+        tool: &LoadedTool,
+        id: &str,
+        input: &Value,
+        response: Option<Value>,
+        error: Option<(String, bool)>,
+    ) -> Combined {
+        let name = &tool.info.name;
+        if self.hooks.is_empty() && !self.command_hooks.has(event, name) {
+            return Combined::default();
+        }
+        let hook_input = HookInput {
+            session_id: self.session_id.clone(),
+            transcript_path: String::new(),
+            cwd: self.workspace.display().to_string(),
+            permission_mode: claude_mode_name(self.permissions.mode).to_string(),
+            hook_event_name: event,
+            tool_name: name.clone(),
+            tool_input: input.clone(),
+            tool_use_id: id.to_string(),
+            tool_response: response,
+            is_interrupt: error.as_ref().map(|(_, i)| *i),
+            error: error.map(|(e, _)| e),
+        };
+        let rust = futures::future::join_all(self.hooks.iter().map(|h| {
+            let hook_input = &hook_input;
+            async move {
+                match event {
+                    HookEvent::PreToolUse => h.pre_tool_use(hook_input).await,
+                    HookEvent::PostToolUse => h.post_tool_use(hook_input).await,
+                    HookEvent::PostToolUseFailure => h.post_tool_use_failure(hook_input).await,
+                }
+            }
+        }));
+        let (commands, rust) = tokio::join!(self.command_hooks.run(&hook_input), rust);
+        let mut responses: Vec<HookResponse> = Vec::with_capacity(commands.len() + rust.len());
+        for answer in commands {
+            match answer {
+                Ok(r) => responses.push(r),
+                Err(f) => {
+                    tracing::warn!("{f}");
+                    self.emit(|| Event::HookFailed {
+                        id: id.to_string(),
+                        tool: name.clone(),
+                        hook_event: event,
+                        hook: f.source_name.clone(),
+                        message: f.message.clone(),
+                    });
+                }
+            }
+        }
+        responses.extend(rust.into_iter().map(|mut r| {
+            if r.source.is_empty() {
+                r.source = "rust hook".to_string();
+            }
+            r
+        }));
+        combine(event, name, &responses)
+    }
+
+    /// Input size and JSON Schema. Returns the input as JSON text for the guest. `note` is
+    /// added to messages about a rewritten input.
+    fn check_input(&self, tool: &LoadedTool, id: &str, value: &Value, note: &str) -> Result<String, ToolResult> {
+        let name = &tool.info.name;
+        let input = serde_json::to_string(value).unwrap_or_default();
         if input.len() > tool.limits.max_input_bytes {
             return Err(ToolResult::error(
                 id,
                 OutcomeKind::SchemaError,
                 format!(
-                    "<tool_use_error>InputValidationError: the input is {} bytes, more than {name}'s limit of {} (max_input_bytes)</tool_use_error>",
+                    "<tool_use_error>InputValidationError: the input is {} bytes, more than {name}'s limit of {} (max_input_bytes){note}</tool_use_error>",
                     input.len(),
                     tool.limits.max_input_bytes
                 ),
@@ -204,7 +410,7 @@ impl Runtime {
         }
         let issues: Vec<String> = tool
             .validator
-            .iter_errors(&tool_use.input)
+            .iter_errors(value)
             .map(|e| {
                 let path = e.instance_path().to_string();
                 format!("- {}: {e}", if path.is_empty() { "(root)".to_string() } else { format!("`{path}`") })
@@ -216,7 +422,7 @@ impl Runtime {
                 id,
                 OutcomeKind::SchemaError,
                 format!(
-                    "<tool_use_error>InputValidationError: {name} failed due to the following {}:\n{}</tool_use_error>",
+                    "<tool_use_error>InputValidationError: {name} failed due to the following {}{note}:\n{}</tool_use_error>",
                     if n == 1 { "issue" } else { "issues" },
                     issues.join("\n")
                 ),
@@ -272,4 +478,45 @@ impl Runtime {
 fn failure(id: &str, f: Failure, stage: &str) -> ToolResult {
     let message = if stage == "call" { f.message } else { format!("{} (in `{stage}`)", f.message) };
     ToolResult::error(id, f.kind, message)
+}
+
+/// Hook output for the model: each additional context, and the feedback of a PostToolUse
+/// block (the tool already ran, so a block there is only words).
+fn context_notes(event: HookEvent, tool: &str, combined: &Combined) -> Vec<String> {
+    let mut notes: Vec<String> =
+        combined.additional_context.iter().map(|c| format!("{event}:{tool} hook additional context: {c}")).collect();
+    if event != HookEvent::PreToolUse
+        && combined.decision == Some(Decision::Deny)
+        && let Some(reason) = &combined.reason
+    {
+        notes.push(reason.clone());
+    }
+    notes
+}
+
+/// The result with hook notes appended as text blocks (error results stay one text block).
+fn with_notes(mut result: ToolResult, notes: &[String]) -> ToolResult {
+    if notes.is_empty() {
+        return result;
+    }
+    if result.is_error {
+        let mut text = result.text();
+        for note in notes {
+            text.push_str("\n\n");
+            text.push_str(note);
+        }
+        result.content = vec![ContentBlock::Text { text }];
+    } else {
+        result.content.extend(notes.iter().map(|n| ContentBlock::Text { text: n.clone() }));
+    }
+    result
+}
+
+/// What PostToolUse hooks get as `tool_response`: the result's text when it is one text
+/// block, else its content blocks.
+fn tool_response(result: &ToolResult) -> Value {
+    match result.content.as_slice() {
+        [ContentBlock::Text { text }] => Value::String(text.clone()),
+        blocks => serde_json::to_value(blocks).unwrap_or(Value::Null),
+    }
 }

@@ -5,12 +5,14 @@ use crate::bindings::PluginPre;
 use crate::engine::{EngineOptions, ToolEngine};
 use crate::error::{Error, Result};
 use crate::event::EventSink;
+use crate::hooks::{CommandHooks, Hooks};
 use crate::loader::{self, Origin, ToolInfo, ToolSource};
+use crate::permission::{PermissionDecider, Permissions};
 use crate::state::HostState;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use toolhost_policy::{Config, EffectiveGrant, Grant, Limits, effective_grant};
+use toolhost_policy::{Config, EffectiveGrant, Grant, Limits, Mode, Rule, effective_grant};
 
 /// A tool ready to be called.
 pub struct LoadedTool {
@@ -30,6 +32,9 @@ pub struct LoadedTool {
     pub effective_read_only: EffectiveGrant,
     /// Its limits.
     pub limits: Limits,
+    /// Whether everything it is granted lies inside the workspace (for the permission check of
+    /// calls without a path subject).
+    pub(crate) grant_inside_workspace: bool,
     pub(crate) validator: jsonschema::Validator,
     pub(crate) pre: PluginPre<HostState>,
     pub(crate) pure_pool: crate::invoke::PurePool,
@@ -55,6 +60,10 @@ pub struct RuntimeBuilder {
     results_dir: Option<PathBuf>,
     events: Option<EventSink>,
     max_concurrency: Option<usize>,
+    mode: Option<Mode>,
+    extra_rules: toolhost_policy::Rules,
+    hooks: Vec<Arc<dyn Hooks>>,
+    decider: Option<Arc<dyn PermissionDecider>>,
 }
 
 impl RuntimeBuilder {
@@ -107,6 +116,38 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The permission mode (default: the config's `[permissions] mode`, else `default`).
+    pub fn permission_mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+    /// Allow calls matching `rule`, on top of the config's rules.
+    pub fn allow_rule(mut self, rule: Rule) -> Self {
+        self.extra_rules.allow.push(rule);
+        self
+    }
+    /// Ask before calls matching `rule`, on top of the config's rules.
+    pub fn ask_rule(mut self, rule: Rule) -> Self {
+        self.extra_rules.ask.push(rule);
+        self
+    }
+    /// Deny calls matching `rule`, on top of the config's rules.
+    pub fn deny_rule(mut self, rule: Rule) -> Self {
+        self.extra_rules.deny.push(rule);
+        self
+    }
+    /// Run these Rust hooks beside the config's command hooks (repeatable).
+    pub fn hooks(mut self, hooks: Arc<dyn Hooks>) -> Self {
+        self.hooks.push(hooks);
+        self
+    }
+    /// Who answers `ask` decisions. Without one, an ask is a denial whose message names the
+    /// rule that would allow the call.
+    pub fn decider(mut self, decider: Arc<dyn PermissionDecider>) -> Self {
+        self.decider = Some(decider);
+        self
+    }
+
     /// Build the runtime.
     ///
     /// # Errors
@@ -136,8 +177,23 @@ impl RuntimeBuilder {
         if max_concurrency < 1 {
             return Err(Error::Config("max_concurrency must be at least 1 (0 would run nothing)".into()));
         }
+        let mut rules = self.config.permissions.rules();
+        rules.allow.extend(self.extra_rules.allow);
+        rules.ask.extend(self.extra_rules.ask);
+        rules.deny.extend(self.extra_rules.deny);
+        let permissions = Permissions {
+            mode: self.mode.unwrap_or_else(|| self.config.permissions.mode()),
+            rules,
+            ..Permissions::default()
+        };
+        let command_hooks = CommandHooks::from_config(&self.config.hooks, workspace.clone());
         Ok(Runtime {
             engine,
+            permissions,
+            command_hooks,
+            hooks: self.hooks,
+            decider: self.decider,
+            session_id: format!("toolhost-{}-{}", std::process::id(), next_runtime_number()),
             workspace,
             workspace_json,
             config: self.config,
@@ -166,6 +222,18 @@ pub struct Runtime {
     pub(crate) events: Option<EventSink>,
     pub(crate) max_concurrency: usize,
     pub(crate) tools: BTreeMap<String, Arc<LoadedTool>>,
+    pub(crate) permissions: Permissions,
+    pub(crate) command_hooks: CommandHooks,
+    pub(crate) hooks: Vec<Arc<dyn Hooks>>,
+    pub(crate) decider: Option<Arc<dyn PermissionDecider>>,
+    /// Hooks' `session_id`: one per runtime.
+    pub(crate) session_id: String,
+}
+
+/// A number per runtime built in this process, for session ids.
+fn next_runtime_number() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl std::fmt::Debug for Runtime {
@@ -183,6 +251,11 @@ impl Runtime {
     /// The canonical workspace path.
     pub fn workspace(&self) -> &Path {
         &self.workspace
+    }
+
+    /// The permission mode in force.
+    pub fn permission_mode(&self) -> Mode {
+        self.permissions.mode
     }
 
     /// The engine (to share with another runtime).
@@ -237,7 +310,7 @@ impl Runtime {
                 ),
             });
         }
-        let grant = tool_config.and_then(|t| t.grant.clone()).unwrap_or_else(|| self.default_grant.clone());
+        let grant = tool_config.and_then(|t| t.grant().cloned()).unwrap_or_else(|| self.default_grant.clone());
         let mut effective = effective_grant(&info.capabilities, &grant, &self.workspace);
         effective.dirs.retain(|d| {
             let ok = d.path.is_dir();
@@ -247,7 +320,10 @@ impl Runtime {
             ok
         });
         let limits = self.config.limits_for(&name);
+        let grant_inside_workspace =
+            effective.net.is_empty() && effective.dirs.iter().all(|d| d.path.starts_with(&self.workspace));
         let tool = LoadedTool {
+            grant_inside_workspace,
             info,
             origin: source.origin.clone(),
             sha256: compiled.sha256,
