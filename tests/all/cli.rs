@@ -443,3 +443,100 @@ fn run_events_file_records_start_and_finish_with_outcome() {
     // Events never reach the model's results.
     assert!(!stdout(&o).contains("\"event\""));
 }
+
+/// Run `toolhost ARGS…` inside a pseudo-terminal (`script`), typing `answers` at it. Returns
+/// the exit status of toolhost and everything the terminal showed.
+fn run_on_a_terminal(ws: &Path, args: &[&str], answers: &str) -> (i32, String) {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let mut line = format!("{} --workspace {}", quote(binary().to_str().unwrap()), quote(ws.to_str().unwrap()));
+    for a in args {
+        line.push(' ');
+        line.push_str(&quote(a));
+    }
+    let mut child = Command::new("script")
+        .args(["--quiet", "--return", "--command", &line, "/dev/null"])
+        .current_dir(ws)
+        .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env("TERM", "xterm")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs toolhost on a pseudo-terminal");
+    let mut stdin = child.stdin.take().unwrap();
+    // Typed ahead, the answers wait in the terminal until the question reads them.
+    stdin.write_all(answers.as_bytes()).unwrap();
+    let out = std::thread::spawn(move || {
+        let o = child.wait_with_output().expect("script");
+        (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned())
+    });
+    let result = out.join().unwrap();
+    drop(stdin);
+    result
+}
+
+#[test]
+fn on_a_terminal_an_ask_is_a_question() {
+    let ws = hello_workspace();
+    let write = |name: &str| format!(r#"{{"file_path":"{name}","content":"yes\n"}}"#);
+
+    let (code, screen) = run_on_a_terminal(ws.path(), &["call", "Write", &write("once.txt")], "1\n");
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("permission needed for Write") && screen.contains("once.txt"), "{screen}");
+    assert!(screen.contains("[1] allow once") && screen.contains("[3] deny"), "{screen}");
+    assert!(screen.contains("✓ Write (toolu_cli): success"), "the live display resumes after the question: {screen}");
+    assert_eq!(fs::read_to_string(ws.path().join("once.txt")).unwrap(), "yes\n");
+
+    let (code, screen) = run_on_a_terminal(ws.path(), &["call", "Write", &write("no.txt")], "3\n");
+    assert_eq!(code, 1, "{screen}");
+    assert!(screen.contains("denied by the user"), "{screen}");
+    assert!(!ws.path().join("no.txt").exists());
+
+    // "Always" covers the rest of the run: two writes, one question.
+    let turn = format!(
+        "{}\n{}\n",
+        json!({"type":"tool_use","id":"toolu_a","name":"Write","input":{"file_path":"a1.txt","content":"a"}}),
+        json!({"type":"tool_use","id":"toolu_b","name":"Write","input":{"file_path":"a2.txt","content":"b"}}),
+    );
+    fs::write(ws.path().join("turn.jsonl"), turn).unwrap();
+    let (code, screen) = run_on_a_terminal(ws.path(), &["run", "--jsonl", "turn.jsonl"], "2\n");
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(screen.matches("permission needed for Write").count(), 1, "{screen}");
+    assert!(ws.path().join("a1.txt").exists() && ws.path().join("a2.txt").exists(), "{screen}");
+}
+
+#[test]
+fn permission_flags_and_hook_failures_on_stderr() {
+    let ws = hello_workspace();
+    let write = r#"{"file_path":"new.txt","content":"x"}"#;
+    let o = run(ws.path(), &["call", "Write", write]);
+    assert_exit(&o, 1);
+    assert!(stdout(&o).contains("--allow 'Write(new.txt)'"), "the denial names the flag to pass: {}", stdout(&o));
+
+    let o = run(ws.path(), &["--allow", "Write(new.txt)", "--deny", "Write(*.lock)", "call", "Write", write]);
+    assert_exit(&o, 0);
+    let o = run(
+        ws.path(),
+        &["--allow", "Write", "--deny", "Write(*.lock)", "call", "Write", r#"{"file_path":"x.lock","content":"x"}"#],
+    );
+    assert_exit(&o, 1);
+    assert!(stdout(&o).contains("denied by the rule Write(*.lock)"), "{}", stdout(&o));
+
+    let o = run(ws.path(), &["--permission-mode", "plan", "call", "Write", write]);
+    assert_exit(&o, 1);
+    assert!(stdout(&o).contains("plan mode"), "{}", stdout(&o));
+
+    let o = run(ws.path(), &["--permission-mode", "yolo", "list"]);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("unknown permission mode"), "{}", stderr(&o));
+    let o = run(ws.path(), &["--allow", "Write(", "list"]);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("invalid permission rule"), "{}", stderr(&o));
+
+    // A crashing hook is reported on stderr and the call still runs.
+    fs::write(ws.path().join("toolhost.toml"), "[[hooks.pre_tool_use]]\ncommand = \"echo broken >&2; exit 3\"\n")
+        .unwrap();
+    let o = run(ws.path(), &["--config", "toolhost.toml", "call", "Read", r#"{"file_path":"a.txt"}"#]);
+    assert_exit(&o, 0);
+    assert!(stderr(&o).contains("PreToolUse hook") && stderr(&o).contains("broken"), "{}", stderr(&o));
+}

@@ -106,11 +106,13 @@ pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_fi
         Some(w) => w.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let display = Arc::new(if std::io::stderr().is_terminal() {
-        Display::live()
-    } else {
-        Display::Plain { verbose: verbose_events }
-    });
+    // A terminal indicatif cannot draw on (e.g. TERM=dumb) gets plain lines, not nothing.
+    let display =
+        Arc::new(if std::io::stderr().is_terminal() && !indicatif::ProgressDrawTarget::stderr().is_hidden() {
+            Display::live()
+        } else {
+            Display::Plain { verbose: verbose_events }
+        });
     let mut builder = Runtime::builder()
         .workspace(&workspace)
         .config(config.clone())
@@ -325,7 +327,6 @@ impl Display {
                             let _ = bars.println(format!("{tool}: {message}"));
                         }
                     },
-                    _ => {}
                     Event::Finish { id, tool, outcome, duration_ms } => {
                         if let Some(bar) = running.remove(&id) {
                             bar.finish_and_clear();
@@ -337,6 +338,7 @@ impl Display {
                             duration_ms.as_secs_f64() * 1000.0
                         ));
                     }
+                    _ => {}
                 }
             }
         }
