@@ -237,3 +237,15 @@ async fn an_unwritable_cache_dir_is_not_fatal() {
         .unwrap();
     noop_works(&mut rt).await;
 }
+
+#[tokio::test]
+async fn a_grant_beyond_the_ceiling_refuses_to_load_with_its_position() {
+    let ws = workspace();
+    let cfg = config("[limits]\ntimeout_ms = 1000\n\n[tools.Read]\ngrant = { fs_write = [\".\"], env = [\"HOME\"] }\n");
+    let mut rt = Runtime::builder().engine(engine()).workspace(ws.path()).config(cfg).build().unwrap();
+    let read = toolhost_default_tools::get("Read").unwrap();
+    let m = load_error(&mut rt, ToolSource::embedded("Read", read), "embedded tool Read").await;
+    assert!(m.contains("test.toml:5:") && m.contains("tools.Read.grant"), "{m}");
+    assert!(m.contains("fs_write") && m.contains("HOME"), "every excess entry is named: {m}");
+    assert!(rt.tool("Read").is_none());
+}

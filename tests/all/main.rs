@@ -3,8 +3,11 @@
 
 mod batch;
 mod cli;
+mod config;
 mod default_tools;
+mod hooks;
 mod limits;
 mod load;
+mod permissions;
 mod sandbox;
 mod schema;

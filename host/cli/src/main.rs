@@ -1,5 +1,6 @@
 //! `toolhost`: run AI-agent tools as sandboxed WebAssembly components.
 
+mod ask;
 mod commands;
 mod output;
 mod setup;
@@ -33,6 +34,8 @@ enum Command {
     Run(commands::run::RunCommand),
     /// Describe a component: schema, ceiling, WIT imports and exports, size, sha256.
     Inspect(commands::inspect::InspectCommand),
+    /// Check a config file: every error at once, with file, line and column.
+    Config(commands::config::ConfigCommand),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
             Command::List(c) => c.execute(&cli.global).await,
             Command::Call(c) => c.execute(&cli.global).await,
             Command::Inspect(c) => c.execute(&cli.global).await,
+            Command::Config(c) => c.execute(&cli.global).await,
             Command::Run(c) => c.execute(&cli.global).await,
         }
     });

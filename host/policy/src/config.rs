@@ -1,11 +1,34 @@
 //! The `toolhost.toml` document, parsed strictly: an unknown key or a malformed value is an
-//! error naming the file, the line, the column and the key.
+//! error naming the file, the line, the column and the key path.
+//!
+//! [`Config::check`] reports every error at once, sorted by position; [`Config::parse`] stops at
+//! the first. Both read the document with `toml`'s recovering parser, then deserialize it with
+//! serde; when a part fails, its keys (and array elements) are tried one by one, so each bad key
+//! is reported once, at its own position, and the rest of the document is still checked.
+//!
+//! ## Example
+//!
+//! ```
+//! use std::path::Path;
+//! use toolhost_policy::Config;
+//!
+//! let text = "[limits]\nmax_concurrency = 0\n\n[tools.Read]\ngrant = { fs_reed = [] }\n";
+//! let errors = Config::check(text, Path::new("toolhost.toml")).unwrap_err();
+//! let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+//! assert_eq!(shown.len(), 2);
+//! assert!(shown[0].starts_with("toolhost.toml:2:19: limits.max_concurrency: must be at least 1"));
+//! assert!(shown[1].starts_with("toolhost.toml:5:11: tools.Read.grant.fs_reed: unknown field"));
+//! ```
 
-use crate::{Grant, HookMatcher, Limits, Mode, Rule, Rules};
+use crate::{Grant, HookMatcher, Limits, Mode, Rule, Rules, normalize};
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use serde::de::DeserializeOwned;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use toml::Spanned;
+use toml::de::{DeArray, DeTable, DeValue, ValueDeserializer};
 
 /// A whole config file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -23,8 +46,24 @@ pub struct Config {
     /// Command hooks.
     #[serde(default)]
     pub hooks: HooksConfig,
+    /// The text it was read from, so that errors found later (a grant beyond a tool's ceiling, a
+    /// section for a tool that is not loaded) can point into it. `None` for a config built in code.
+    #[serde(skip)]
+    source: Option<Arc<Source>>,
 }
 
+/// A config file's text and the positions of its `[tools.NAME]` keys.
+struct Source {
+    file: PathBuf,
+    text: String,
+    tool_keys: BTreeMap<String, usize>,
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Source").field("file", &self.file).finish_non_exhaustive()
+    }
+}
 /// `[permissions]`: the mode and the allow / ask / deny rules (Claude Code syntax).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -127,8 +166,8 @@ pub struct ToolConfig {
     pub path: Option<Spanned<PathBuf>>,
     /// Expected sha256 of the file (hex); a mismatch refuses to load the tool.
     pub sha256: Option<Spanned<String>>,
-    /// What the operator grants; absent means the default grant.
-    pub grant: Option<Grant>,
+    /// What the operator grants, with its position; absent means the default grant.
+    pub grant: Option<Spanned<Grant>>,
     /// Per-tool limits.
     pub timeout_ms: Option<Spanned<i64>>,
     /// Per-tool memory limit.
@@ -151,88 +190,46 @@ pub struct ToolConfig {
 pub struct ConfigError {
     /// The file (or `<config>` for text without a file).
     pub file: PathBuf,
-    /// 1-based line.
+    /// 1-based line (0 when the error has no position, e.g. an unreadable file).
     pub line: usize,
-    /// 1-based column.
+    /// 1-based column (0 when the error has no position).
     pub column: usize,
-    /// What is wrong, naming the key.
+    /// What is wrong, starting with the key path (`tools.Read.grant.fs_reed: …`).
     pub message: String,
 }
 
 impl Config {
-    /// Parse and check a config file's text. `file` is used in error messages and to resolve
-    /// relative tool paths.
+    /// Parse and check a config file's text, stopping at the first error. `file` is used in
+    /// error messages and to resolve relative tool paths. This is [`Config::check`] without the
+    /// file system: a tool `path` that does not exist is left for loading to report, so that one
+    /// missing tool never stops the others.
     ///
     /// # Errors
     ///
-    /// The first syntax error, unknown key or malformed value, with its position.
+    /// The first (by position) syntax error, unknown key or malformed value.
     pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
-        let err_at = |offset: usize, message: String| {
-            let (line, column) = line_col(text, offset);
-            ConfigError { file: file.to_path_buf(), line, column, message }
-        };
-        let mut config: Config = toml::from_str(text).map_err(|e| {
-            let offset = e.span().map(|s| s.start).unwrap_or(0);
-            err_at(offset, e.message().trim().to_string())
-        })?;
+        let (config, mut errors) = check_document(text, file, false);
+        if errors.is_empty() { Ok(config) } else { Err(errors.swap_remove(0)) }
+    }
 
-        check_limits(&config.limits.positive_fields(), "limits", &err_at)?;
-        for (name, tool) in &config.tools {
-            check_limits(&tool.limits().positive_fields(), &format!("tools.{name}"), &err_at)?;
-            if let Some(sha) = &tool.sha256 {
-                let s = sha.get_ref();
-                if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-                    return Err(err_at(
-                        sha.span().start,
-                        format!("tools.{name}.sha256: expected 64 hex digits, got {s:?}"),
-                    ));
-                }
-            }
-        }
-        let p = &config.permissions;
-        if let Some(mode) = &p.mode {
-            mode.get_ref().parse::<Mode>().map_err(|e| err_at(mode.span().start, format!("permissions.mode: {e}")))?;
-        }
-        for (key, rules) in [("allow", &p.allow), ("ask", &p.ask), ("deny", &p.deny)] {
-            for (i, rule) in rules.iter().enumerate() {
-                rule.get_ref()
-                    .parse::<Rule>()
-                    .map_err(|e| err_at(rule.span().start, format!("permissions.{key}[{i}]: {e}")))?;
-            }
-        }
-        let h = &config.hooks;
-        for (key, hooks) in [
-            ("pre_tool_use", &h.pre_tool_use),
-            ("post_tool_use", &h.post_tool_use),
-            ("post_tool_use_failure", &h.post_tool_use_failure),
-        ] {
-            for (i, hook) in hooks.iter().enumerate() {
-                if let Some(m) = &hook.matcher {
-                    m.get_ref()
-                        .parse::<HookMatcher>()
-                        .map_err(|e| err_at(m.span().start, format!("hooks.{key}[{i}].matcher: {e}")))?;
-                }
-                if hook.command.get_ref().trim().is_empty() {
-                    return Err(err_at(hook.command.span().start, format!("hooks.{key}[{i}].command: empty command")));
-                }
-                if let Some(t) = &hook.timeout_ms
-                    && *t.get_ref() < 1
-                {
-                    return Err(err_at(t.span().start, format!("hooks.{key}[{i}].timeout_ms: must be at least 1")));
-                }
-            }
-        }
-        // Tool paths are relative to the config file's directory.
-        let base = file.parent().unwrap_or(Path::new("."));
-        for tool in config.tools.values_mut() {
-            if let Some(p) = &mut tool.path
-                && p.get_ref().is_relative()
-            {
-                let span = p.span();
-                *p = Spanned::new(span, base.join(p.get_ref()));
-            }
-        }
-        Ok(config)
+    /// Parse and check a config file's text, reporting every error at once: syntax errors,
+    /// unknown keys, values of the wrong type or out of range, bad permission rules and hook
+    /// matchers, and tool paths that do not exist (relative to `file`'s directory).
+    ///
+    /// # Errors
+    ///
+    /// Every error, sorted by position; each message starts with the key path.
+    pub fn check(text: &str, file: &Path) -> Result<Config, Vec<ConfigError>> {
+        let (config, errors) = check_document(text, file, true);
+        if errors.is_empty() { Ok(config) } else { Err(errors) }
+    }
+
+    /// [`Config::check`], also returning the config as far as it could be read (every key or
+    /// array that failed to deserialize left out; values that only fail the later checks, like a
+    /// limit of 0, stay in), so that checks which need the rest of it (a tool's grant against
+    /// its ceiling) can still run. Use the config only for such checks when there are errors.
+    pub fn check_recoverable(text: &str, file: &Path) -> (Config, Vec<ConfigError>) {
+        check_document(text, file, true)
     }
 
     /// Read and parse a config file.
@@ -241,13 +238,16 @@ impl Config {
     ///
     /// An unreadable file, or any error of [`Config::parse`].
     pub fn load(file: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
-            file: file.to_path_buf(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read config: {e}"),
-        })?;
-        Config::parse(&text, file)
+        Config::parse(&read(file)?, file)
+    }
+
+    /// Read and check a config file.
+    ///
+    /// # Errors
+    ///
+    /// An unreadable file (the only error then), or every error of [`Config::check`].
+    pub fn check_file(file: &Path) -> Result<Config, Vec<ConfigError>> {
+        Config::check(&read(file).map_err(|e| vec![e])?, file)
     }
 
     /// The limits for `tool`: built-in defaults, then `[limits]`, then `[tools.NAME]`.
@@ -259,6 +259,46 @@ impl Config {
         }
         limits
     }
+
+    /// An error at a byte offset of the text this config was read from (e.g. a [`Spanned`]
+    /// value's `span().start`). A config built in code has no text: the error then has no
+    /// position and the file `<config>`.
+    pub fn error_at(&self, offset: usize, message: impl Into<String>) -> ConfigError {
+        match &self.source {
+            Some(s) => error_at(&s.text, &s.file, offset, message.into()),
+            None => ConfigError { file: PathBuf::from("<config>"), line: 0, column: 0, message: message.into() },
+        }
+    }
+
+    /// An error about the `[tools.NAME]` section of `tool`, at its key; the message is
+    /// prefixed with `tools.NAME: `.
+    pub fn tool_error(&self, tool: &str, message: &str) -> ConfigError {
+        let offset = self.source.as_ref().and_then(|s| s.tool_keys.get(tool).copied()).unwrap_or(0);
+        self.error_at(offset, format!("{}: {message}", key_path("tools", tool)))
+    }
+
+    /// An error for a tool's grant that goes beyond its ceiling, at the `grant` value (or the
+    /// `[tools.NAME]` key without one), listing `excess` as [`crate::grant_excess`] gives it.
+    pub fn grant_error(&self, tool: &str, excess: &[String]) -> ConfigError {
+        let path = key_path(&key_path("tools", tool), "grant");
+        let message = format!("{path}: beyond the tool's ceiling: {}", excess.join("; "));
+        match self.tools.get(tool).and_then(|t| t.grant.as_ref()) {
+            Some(grant) => self.error_at(grant.span().start, message),
+            None => {
+                let offset = self.source.as_ref().and_then(|s| s.tool_keys.get(tool).copied()).unwrap_or(0);
+                self.error_at(offset, message)
+            }
+        }
+    }
+}
+
+fn read(file: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(file).map_err(|e| ConfigError {
+        file: file.to_path_buf(),
+        line: 0,
+        column: 0,
+        message: format!("cannot read config: {e}"),
+    })
 }
 
 impl LimitsConfig {
@@ -322,27 +362,288 @@ impl ToolConfig {
             max_output_bytes: self.max_output_bytes.clone(),
         }
     }
+
+    /// The operator's grant without its position, if the section has one.
+    pub fn grant(&self) -> Option<&Grant> {
+        self.grant.as_ref().map(Spanned::get_ref)
+    }
 }
 
-fn check_limits(
-    fields: &[(&'static str, &Spanned<i64>)],
-    table: &str,
-    err_at: &impl Fn(usize, String) -> ConfigError,
-) -> Result<(), ConfigError> {
-    for (key, value) in fields {
-        if *value.get_ref() < 1 {
-            return Err(err_at(
-                value.span().start,
-                format!("{table}.{key}: must be at least 1, got {}", value.get_ref()),
-            ));
+/// Everything [`Config::parse`] and [`Config::check`] do: the config with every bad part left
+/// out, and every error sorted by position. `touch_fs` checks that tool paths exist.
+fn check_document(text: &str, file: &Path, touch_fs: bool) -> (Config, Vec<ConfigError>) {
+    let (root, syntax_errors) = DeTable::parse_recoverable(text);
+    let root = Spanned::new(root.span(), DeValue::Table(root.into_inner()));
+    let mut checker = Checker { text, file, errors: Vec::new() };
+
+    let mut config: Config = checker.typed(&root, "").unwrap_or_default();
+    checker.values(&config);
+
+    // Tool paths are relative to the config file's directory.
+    let base = file.parent().unwrap_or(Path::new("."));
+    for (name, tool) in &mut config.tools {
+        let Some(p) = &mut tool.path else { continue };
+        if p.get_ref().is_relative() {
+            *p = Spanned::new(p.span(), base.join(p.get_ref()));
+        }
+        if touch_fs && !p.get_ref().is_file() {
+            let shown = normalize(&std::path::absolute(p.get_ref()).unwrap_or_else(|_| p.get_ref().clone()));
+            let what = if p.get_ref().exists() { "not a file" } else { "no such file" };
+            let path = key_path(&key_path("tools", name), "path");
+            checker.error(p.span().start, format!("{path}: {what}: {}", shown.display()));
         }
     }
-    Ok(())
+
+    // The parser recovers from a syntax error by guessing; whatever else it finds wrong on the
+    // same line is a consequence, not news.
+    let mut syntax_lines = BTreeSet::new();
+    let mut errors: Vec<ConfigError> = syntax_errors
+        .iter()
+        .map(|e| {
+            let error =
+                error_at(text, file, e.span().map_or(0, |s| s.start), format!("syntax: {}", e.message().trim()));
+            syntax_lines.insert(error.line);
+            error
+        })
+        .collect();
+    errors.extend(checker.errors.into_iter().filter(|e| !syntax_lines.contains(&e.line)));
+    errors.sort_by_key(|e| (e.line, e.column));
+    errors.dedup();
+
+    let tool_keys = match root.get_ref().get("tools").map(Spanned::get_ref) {
+        Some(DeValue::Table(tools)) => tools.iter().map(|(k, _)| (k.get_ref().to_string(), k.span().start)).collect(),
+        _ => BTreeMap::new(),
+    };
+    config.source = Some(Arc::new(Source { file: file.to_path_buf(), text: text.to_string(), tool_keys }));
+    (config, errors)
+}
+
+/// Collects errors while a document is deserialized and checked.
+struct Checker<'a> {
+    text: &'a str,
+    file: &'a Path,
+    errors: Vec<ConfigError>,
+}
+
+/// Puts a part of a document back where it came from, as the only entry of every table and
+/// array on the way, so that it can be deserialized alone as the whole document's type.
+type Wrap<'w, 'i> = &'w dyn Fn(Spanned<DeValue<'i>>) -> Spanned<DeValue<'i>>;
+
+impl Checker<'_> {
+    fn error(&mut self, offset: usize, message: String) {
+        self.errors.push(error_at(self.text, self.file, offset, one_line(&message)));
+    }
+
+    /// A serde error at `path`, at the error's own position or else at `fallback`.
+    fn serde_error(&mut self, path: &str, e: &toml::de::Error, fallback: usize) {
+        let offset = e.span().map_or(fallback, |s| s.start);
+        let message = e.message().trim();
+        self.error(offset, if path.is_empty() { message.to_string() } else { format!("{path}: {message}") });
+    }
+
+    /// Deserialize a `T` from `value`. On failure, report each part that fails on its own and
+    /// return the `T` made of the rest (if there is one).
+    fn typed<'i, T: DeserializeOwned>(&mut self, value: &Spanned<DeValue<'i>>, path: &str) -> Option<T> {
+        match de::<T>(value.clone()) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                let kept = self.blame::<T>(&|v| v, value, path, e)?;
+                de::<T>(kept).ok()
+            }
+        }
+    }
+
+    /// `wrap(value)` fails to deserialize as a `T` with `error`. Find the smallest parts of
+    /// `value` that fail on their own and report each (or `error` at `path` if there are none).
+    /// Returns `value` without the failing parts, or `None` if it cannot be kept at all.
+    ///
+    /// An array with an element that cannot be kept is dropped whole rather than shortened, so
+    /// that later checks name the elements of the arrays they see by their index in the file.
+    fn blame<'i, T: DeserializeOwned>(
+        &mut self,
+        wrap: Wrap<'_, 'i>,
+        value: &Spanned<DeValue<'i>>,
+        path: &str,
+        error: toml::de::Error,
+    ) -> Option<Spanned<DeValue<'i>>> {
+        let span = value.span();
+        let kept = match value.get_ref() {
+            DeValue::Table(table) => {
+                let mut kept = DeTable::new();
+                let mut blamed = false;
+                for (key, item) in table.iter() {
+                    let wrap_key = |v: Spanned<DeValue<'i>>| {
+                        let mut one = DeTable::new();
+                        one.insert(key.clone(), v);
+                        wrap(Spanned::new(span.clone(), DeValue::Table(one)))
+                    };
+                    let failing = match de::<T>(wrap_key(item.clone())) {
+                        // Alone, a key lacks its siblings: a missing field is then reported at
+                        // the table (its span), which is not this key's problem.
+                        Err(e) if e.span() != Some(span.clone()) && within(&e, &cover(key.span(), extent(item))) => {
+                            Some(e)
+                        }
+                        _ => None,
+                    };
+                    let item = match failing {
+                        None => Some(item.clone()),
+                        Some(e) => {
+                            blamed = true;
+                            self.blame::<T>(&wrap_key, item, &key_path(path, key.get_ref()), e)
+                        }
+                    };
+                    if let Some(item) = item {
+                        kept.insert(key.clone(), item);
+                    }
+                }
+                blamed.then(|| Spanned::new(span.clone(), DeValue::Table(kept)))
+            }
+            DeValue::Array(array) => {
+                let mut kept = array.clone();
+                let (mut blamed, mut dropped) = (false, false);
+                for (i, item) in array.iter().enumerate() {
+                    let wrap_item = |v: Spanned<DeValue<'i>>| {
+                        wrap(Spanned::new(span.clone(), DeValue::Array(DeArray::from_iter([v]))))
+                    };
+                    let Err(e) = de::<T>(wrap_item(item.clone())) else { continue };
+                    if !within(&e, &extent(item)) {
+                        continue;
+                    }
+                    blamed = true;
+                    match self.blame::<T>(&wrap_item, item, &format!("{path}[{i}]"), e) {
+                        Some(v) => kept.as_mut()[i] = v,
+                        None => dropped = true,
+                    }
+                }
+                if dropped {
+                    return None;
+                }
+                blamed.then(|| Spanned::new(span.clone(), DeValue::Array(kept)))
+            }
+            _ => None,
+        };
+        let Some(kept) = kept else {
+            self.serde_error(path, &error, span.start);
+            return None;
+        };
+        match de::<T>(wrap(kept.clone())) {
+            Ok(_) => Some(kept),
+            Err(e) => {
+                // What is left still fails: a required key is missing.
+                self.serde_error(path, &e, span.start);
+                None
+            }
+        }
+    }
+
+    /// The checks serde cannot do: ranges, formats, rules, matchers.
+    fn values(&mut self, config: &Config) {
+        self.limits(&config.limits, "limits");
+        for (name, tool) in &config.tools {
+            let table = key_path("tools", name);
+            self.limits(&tool.limits(), &table);
+            if let Some(sha) = &tool.sha256 {
+                let s = sha.get_ref();
+                if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    self.error(sha.span().start, format!("{table}.sha256: expected 64 hex digits, got {s:?}"));
+                }
+            }
+        }
+        let p = &config.permissions;
+        if let Some(mode) = &p.mode
+            && let Err(e) = mode.get_ref().parse::<Mode>()
+        {
+            self.error(mode.span().start, format!("permissions.mode: {e}"));
+        }
+        for (key, rules) in [("allow", &p.allow), ("ask", &p.ask), ("deny", &p.deny)] {
+            for (i, rule) in rules.iter().enumerate() {
+                if let Err(e) = rule.get_ref().parse::<Rule>() {
+                    self.error(rule.span().start, format!("permissions.{key}[{i}]: {e}"));
+                }
+            }
+        }
+        let h = &config.hooks;
+        for (key, hooks) in [
+            ("pre_tool_use", &h.pre_tool_use),
+            ("post_tool_use", &h.post_tool_use),
+            ("post_tool_use_failure", &h.post_tool_use_failure),
+        ] {
+            for (i, hook) in hooks.iter().enumerate() {
+                if let Some(m) = &hook.matcher
+                    && let Err(e) = m.get_ref().parse::<HookMatcher>()
+                {
+                    self.error(m.span().start, format!("hooks.{key}[{i}].matcher: {e}"));
+                }
+                if hook.command.get_ref().trim().is_empty() {
+                    self.error(hook.command.span().start, format!("hooks.{key}[{i}].command: empty command"));
+                }
+                if let Some(t) = &hook.timeout_ms
+                    && *t.get_ref() < 1
+                {
+                    self.error(t.span().start, format!("hooks.{key}[{i}].timeout_ms: must be at least 1"));
+                }
+            }
+        }
+    }
+
+    fn limits(&mut self, limits: &LimitsConfig, table: &str) {
+        for (key, value) in limits.positive_fields() {
+            if *value.get_ref() < 1 {
+                self.error(value.span().start, format!("{table}.{key}: must be at least 1, got {}", value.get_ref()));
+            }
+        }
+    }
+}
+
+fn de<T: DeserializeOwned>(value: Spanned<DeValue<'_>>) -> Result<T, toml::de::Error> {
+    T::deserialize(ValueDeserializer::from(value))
+}
+
+/// Whether `e` lies inside `range` (an error without a position lies nowhere).
+fn within(e: &toml::de::Error, range: &Range<usize>) -> bool {
+    e.span().is_some_and(|s| range.start <= s.start && s.end <= range.end)
+}
+
+fn cover(a: Range<usize>, b: Range<usize>) -> Range<usize> {
+    a.start.min(b.start)..a.end.max(b.end)
+}
+
+/// The text a value and everything in it spans. A table opened by a `[header]` spans only the
+/// header; its keys follow.
+fn extent(value: &Spanned<DeValue<'_>>) -> Range<usize> {
+    match value.get_ref() {
+        DeValue::Table(t) => t.iter().fold(value.span(), |r, (k, v)| cover(cover(r, k.span()), extent(v))),
+        DeValue::Array(a) => a.iter().fold(value.span(), |r, v| cover(r, extent(v))),
+        _ => value.span(),
+    }
+}
+
+/// `parent.key`, with the key quoted unless it is bare (`tools."my tool"`).
+fn key_path(parent: &str, key: &str) -> String {
+    let bare = !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let key = if bare { key.to_string() } else { format!("{key:?}") };
+    if parent.is_empty() { key } else { format!("{parent}.{key}") }
+}
+
+/// A message on one line, so that a list of errors has one per line. Some sources (the regex
+/// crate) draw a caret under the bad part on lines of their own: those lines go.
+fn one_line(message: &str) -> String {
+    let lines = message.lines().map(str::trim).filter(|l| !l.is_empty() && !l.chars().all(|c| c == '^' || c == '~'));
+    lines.collect::<Vec<_>>().join(" ")
+}
+
+fn error_at(text: &str, file: &Path, offset: usize, message: String) -> ConfigError {
+    let (line, column) = line_col(text, offset);
+    ConfigError { file: file.to_path_buf(), line, column, message }
 }
 
 /// 1-based line and column of a byte offset.
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
@@ -354,6 +655,28 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("/etc/toolhost.toml"))
+    }
+
+    /// Every error of `text` as `(line, column, message)`.
+    fn errors(text: &str) -> Vec<(usize, usize, String)> {
+        match Config::check(text, Path::new("/nonexistent/toolhost.toml")) {
+            Ok(_) => Vec::new(),
+            Err(errors) => errors.into_iter().map(|e| (e.line, e.column, e.message)).collect(),
+        }
+    }
+
+    /// Asserts that `got` has one error per `(line, column, message prefix)` of `want`, in order.
+    #[track_caller]
+    fn assert_errors(got: &[(usize, usize, String)], want: &[(usize, usize, &str)]) {
+        let shown = || got.iter().map(|(l, c, m)| format!("{l}:{c}: {m}")).collect::<Vec<_>>().join("\n");
+        assert_eq!(got.len(), want.len(), "got:\n{}", shown());
+        for ((line, column, message), (l, c, prefix)) in got.iter().zip(want) {
+            assert!(
+                (line, column) == (l, c) && message.starts_with(prefix),
+                "want {l}:{c}: {prefix}…\ngot:\n{}",
+                shown()
+            );
+        }
     }
 
     #[test]
@@ -378,6 +701,8 @@ sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
         assert_eq!((l.max_concurrency, l.timeout_ms, l.memory_mib), (4, 1000, 64));
         assert_eq!(c.limits_for("Other").memory_mib, 256);
         assert_eq!(c.tools["Mine"].path.as_ref().unwrap().get_ref(), &PathBuf::from("/etc/tools/mine.wasm"));
+        assert_eq!(c.tools["Read"].grant(), Some(&Grant { fs_read: vec![".".into()], ..Grant::none() }));
+        assert_eq!(c.tools["Mine"].grant(), None);
     }
 
     #[test]
@@ -397,5 +722,157 @@ sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
         let e = parse("[tools.X]\nsha256 = \"abc\"\n").unwrap_err();
         assert!(e.message.contains("64 hex digits"), "{e}");
         assert!(e.to_string().starts_with("/etc/toolhost.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn every_error_at_once_in_every_section() {
+        let text = r#"bogus = true
+
+[limits]
+max_concurrency = 0
+timeout_ms = "soon"
+fuel = 10
+
+[permissions]
+mode = "yolo"
+allow = ["Read", "Bash(", "Write(src/**)"]
+
+[tools.Mine]
+path = "tools/mine.wasm"
+sha256 = "xyz"
+memory_mib = -1
+grant = { fs_read = ["."], fs_reed = ["/"] }
+
+[tools.Read]
+grant = { net = "example.com" }
+
+[[hooks.pre_tool_use]]
+matcher = "Edit|("
+command = "  "
+timeout_ms = 0
+
+[[hooks.pre_tool_use]]
+command = "ok"
+colour = "red"
+
+[[hooks.post_tool_use]]
+matcher = "Read"
+"#;
+        assert_errors(
+            &errors(text),
+            &[
+                (1, 1, "bogus: unknown field `bogus`"),
+                (4, 19, "limits.max_concurrency: must be at least 1, got 0"),
+                (5, 14, "limits.timeout_ms: invalid type: string \"soon\""),
+                (9, 8, "permissions.mode: "),
+                (10, 18, "permissions.allow[1]: invalid permission rule \"Bash(\""),
+                (13, 8, "tools.Mine.path: no such file: /nonexistent/tools/mine.wasm"),
+                (14, 10, "tools.Mine.sha256: expected 64 hex digits, got \"xyz\""),
+                (15, 14, "tools.Mine.memory_mib: must be at least 1, got -1"),
+                (16, 28, "tools.Mine.grant.fs_reed: unknown field `fs_reed`"),
+                (19, 17, "tools.Read.grant.net: invalid type: string \"example.com\", expected a sequence"),
+                (
+                    22,
+                    11,
+                    "hooks.pre_tool_use[0].matcher: invalid matcher regex \"Edit|(\": regex parse error: Edit|( error",
+                ),
+                (23, 11, "hooks.pre_tool_use[0].command: empty command"),
+                (24, 14, "hooks.pre_tool_use[0].timeout_ms: must be at least 1"),
+                (28, 1, "hooks.pre_tool_use[1].colour: unknown field `colour`"),
+                (30, 1, "hooks.post_tool_use[0]: missing field `command`"),
+            ],
+        );
+        // `parse` is the same check without the file system, stopping at the first error.
+        let first = parse(text).unwrap_err();
+        assert_eq!((first.line, first.column), (1, 1), "{first}");
+    }
+
+    #[test]
+    fn the_rest_of_a_section_is_checked_past_a_bad_key() {
+        assert_errors(
+            &errors("[limits]\nbogus = 1\nfuel = 0\n"),
+            &[(2, 1, "limits.bogus: unknown field"), (3, 8, "limits.fuel: must be at least 1")],
+        );
+        // A bad array element is reported at its index; the array's other elements are not
+        // checked (the array is left out whole, so indices stay those of the file).
+        assert_errors(
+            &errors("[permissions]\ndeny = [\"Read\", 3, \"Bash(\"]\nask = [\"(\"]\n"),
+            &[
+                (2, 17, "permissions.deny[1]: invalid type: integer `3`, expected a string"),
+                (3, 8, "permissions.ask[0]: invalid permission rule"),
+            ],
+        );
+        // A value of the wrong kind is reported once, at the value, not at its elements.
+        assert_errors(
+            &errors("[permissions]\nmode = [\"plan\"]\n"),
+            &[(2, 8, "permissions.mode: invalid type: sequence, expected a string")],
+        );
+        assert_errors(&errors("tools = 3\n"), &[(1, 9, "tools: invalid type: integer `3`, expected a map")]);
+        assert_errors(
+            &errors("[tools.\"my tool\"]\nfuel = 0\n"),
+            &[(2, 8, "tools.\"my tool\".fuel: must be at least 1")],
+        );
+    }
+
+    #[test]
+    fn syntax_errors_have_positions_and_do_not_hide_the_others() {
+        let text = "[limits]\ntimeout_ms = \nfuel = 0\n\n[tools.X]\npath = \"unterminated\nbogus = 1\n";
+        assert_errors(
+            &errors(text),
+            &[
+                (2, 14, "syntax: "),
+                (3, 8, "limits.fuel: must be at least 1"),
+                (6, 21, "syntax: "),
+                (7, 1, "tools.X.bogus: unknown field"),
+            ],
+        );
+        assert_errors(&errors("[limits]\nfuel = 1\nfuel = 2\n"), &[(3, 1, "syntax: duplicate key")]);
+        let e = parse("[limits]\nfuel = [1,\n").unwrap_err();
+        assert!(e.message.starts_with("syntax: unclosed array"), "{e}");
+        assert_eq!((e.line, e.column), (2, 11), "{e}");
+    }
+
+    #[test]
+    fn a_tool_path_must_exist() {
+        let dir = std::env::temp_dir().join(format!("toolhost-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("tools")).unwrap();
+        std::fs::write(dir.join("tools/there.wasm"), b"").unwrap();
+        let file = dir.join("toolhost.toml");
+        let text = "[tools.A]\npath = \"tools/there.wasm\"\n[tools.B]\npath = \"tools/../tools/gone.wasm\"\n[tools.C]\npath = \"tools\"\n";
+        let errors = Config::check(text, &file).unwrap_err();
+        let got: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let gone = dir.join("tools/gone.wasm");
+        assert_eq!(
+            got,
+            [
+                format!("{}:4:8: tools.B.path: no such file: {}", file.display(), gone.display()),
+                format!("{}:6:8: tools.C.path: not a file: {}", file.display(), dir.join("tools").display()),
+            ]
+        );
+        // `parse` leaves missing files to loading.
+        assert!(Config::parse(text, &file).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn later_errors_point_into_the_file() {
+        let text = "[tools.Read]\nfuel = 5\ngrant = { fs_write = [\".\"] }\n\n[tools.Gone]\n";
+        let c = parse(text).unwrap();
+        let e = c.grant_error("Read", &["fs_write \".\": the ceiling allows only fs_read of /".into()]);
+        assert_eq!((e.line, e.column), (3, 9), "{e}");
+        assert!(e.message.starts_with("tools.Read.grant: beyond the tool's ceiling: fs_write \".\""), "{e}");
+        let e = c.tool_error("Gone", "no tool named Gone is loaded");
+        assert_eq!((e.line, e.column, e.message.as_str()), (5, 8, "tools.Gone: no tool named Gone is loaded"));
+        let e = c.grant_error("Gone", &["x".into()]);
+        assert_eq!((e.line, e.column), (5, 8), "without a grant, at the section: {e}");
+        let e = Config::default().tool_error("X", "m");
+        assert_eq!((e.file.as_path(), e.line, e.column), (Path::new("<config>"), 0, 0));
+    }
+
+    #[test]
+    fn line_col_counts_characters() {
+        assert_eq!(line_col("a\né = x", 5), (2, 3));
+        assert_eq!(line_col("é", 1), (1, 1), "inside a character: its start");
+        assert_eq!(line_col("ab", 99), (1, 3));
     }
 }

@@ -28,6 +28,17 @@ impl Grant {
     pub fn none() -> Self {
         Grant::default()
     }
+
+    /// The grant as capabilities, for display, with relative paths resolved against
+    /// `workspace` (so that it compares with [`EffectiveGrant::capabilities`]).
+    pub fn capabilities(&self, workspace: &Path) -> Vec<Capability> {
+        let dir = |p: &String| resolve(p, workspace).display().to_string();
+        let mut caps: Vec<Capability> = self.fs_read.iter().map(|p| Capability::FsRead(dir(p))).collect();
+        caps.extend(self.fs_write.iter().map(|p| Capability::FsWrite(dir(p))));
+        caps.extend(self.net.iter().cloned().map(Capability::Net));
+        caps.extend(self.env.iter().cloned().map(Capability::Env));
+        caps
+    }
 }
 
 /// One directory a tool may reach, at its real absolute host path.
@@ -124,6 +135,90 @@ pub fn effective_grant(ceiling: &[Capability], grant: &Grant, workspace: &Path) 
     EffectiveGrant { dirs, env, net }
 }
 
+/// The entries of `grant` that `ceiling` does not cover, one message each, in the grant's order
+/// (`fs_write "." (/w): the ceiling allows only fs_read of /`). Relative paths on either side
+/// are relative to `workspace`.
+///
+/// Such entries are no error at run time: [`effective_grant`] narrows them to what the ceiling
+/// allows, or drops them. But an operator who wrote them expected more than the tool will get.
+/// The rules follow [`effective_grant`]:
+/// - a directory is covered if it lies inside a ceiling directory, and for `fs_write` only inside
+///   one the ceiling may write (granting `/` to a tool whose ceiling is `.` is beyond it, even
+///   though the tool gets the workspace);
+/// - a host pattern is covered by an equal or wider ceiling pattern (`*`, `*.example.com`);
+/// - a variable is covered by the same name or `*` in the ceiling;
+/// - a grant of `*` means "whatever the ceiling asks for", so it is beyond the ceiling only if
+///   the ceiling asks for nothing of that kind.
+///
+/// # Examples
+///
+/// ```
+/// use std::path::Path;
+/// use toolhost_policy::{grant_excess, Capability, Grant};
+///
+/// let ceiling = [Capability::FsRead("/".into())];
+/// let excess = grant_excess(&ceiling, &Grant::workspace_read_write(), Path::new("/w"));
+/// assert_eq!(excess, [r#"fs_write "." (/w): the ceiling allows only fs_read of /"#]);
+/// ```
+pub fn grant_excess(ceiling: &[Capability], grant: &Grant, workspace: &Path) -> Vec<String> {
+    let ceiling_dirs: Vec<(PathBuf, bool)> = ceiling
+        .iter()
+        .filter_map(|c| match c {
+            Capability::FsRead(p) => Some((resolve(p, workspace), false)),
+            Capability::FsWrite(p) => Some((resolve(p, workspace), true)),
+            _ => None,
+        })
+        .collect();
+    let dirs_allowed = if ceiling_dirs.is_empty() {
+        "the ceiling allows no file access".to_string()
+    } else {
+        let each =
+            ceiling_dirs.iter().map(|(p, w)| format!("{} of {}", if *w { "fs_write" } else { "fs_read" }, p.display()));
+        format!("the ceiling allows only {}", each.collect::<Vec<_>>().join(", "))
+    };
+    let mut excess = Vec::new();
+    for (kind, paths, write) in [("fs_read", &grant.fs_read, false), ("fs_write", &grant.fs_write, true)] {
+        for p in paths {
+            let resolved = resolve(p, workspace);
+            if !ceiling_dirs.iter().any(|(c, c_write)| resolved.starts_with(c) && (*c_write || !write)) {
+                let shown =
+                    if Path::new(p) == resolved { format!("{p:?}") } else { format!("{p:?} ({})", resolved.display()) };
+                excess.push(format!("{kind} {shown}: {dirs_allowed}"));
+            }
+        }
+    }
+
+    let ceiling_net: Vec<&str> = names(ceiling, |c| match c {
+        Capability::Net(n) => Some(n),
+        _ => None,
+    });
+    names_excess(&mut excess, "net", &ceiling_net, &grant.net, "no network access", host_pattern_covers);
+    let ceiling_env: Vec<&str> = names(ceiling, |c| match c {
+        Capability::Env(n) => Some(n),
+        _ => None,
+    });
+    names_excess(&mut excess, "env", &ceiling_env, &grant.env, "no environment variables", |c, g| c == "*" || c == g);
+    excess
+}
+
+/// [`grant_excess`] for names (hosts, variables).
+fn names_excess(
+    excess: &mut Vec<String>,
+    kind: &str,
+    ceiling: &[&str],
+    grant: &[String],
+    none: &str,
+    covers: impl Fn(&str, &str) -> bool,
+) {
+    for g in grant {
+        let covered = if g == "*" { !ceiling.is_empty() } else { ceiling.iter().any(|c| covers(c, g)) };
+        if !covered {
+            let allowed = if ceiling.is_empty() { none.to_string() } else { format!("only {}", ceiling.join(", ")) };
+            excess.push(format!("{kind} {g:?}: the ceiling allows {allowed}"));
+        }
+    }
+}
+
 fn names<'a>(caps: &'a [Capability], pick: impl Fn(&'a Capability) -> Option<&'a String>) -> Vec<&'a str> {
     caps.iter().filter_map(pick).map(String::as_str).collect()
 }
@@ -218,6 +313,80 @@ mod tests {
         assert_eq!(eff.net, vec!["api.github.com".to_string()]);
         let star = effective_grant(&ceiling, &Grant { env: vec!["*".into()], ..Grant::none() }, ws());
         assert_eq!(star.env, vec!["HOME".to_string()]);
+    }
+
+    #[test]
+    fn excess_table() {
+        let read_all = [Capability::FsRead("/".into())];
+        let write_ws = [Capability::FsWrite(".".into())];
+        let mixed = [
+            Capability::FsRead("/".into()),
+            Capability::FsWrite("src".into()),
+            Capability::Net("*.github.com".into()),
+            Capability::Env("HOME".into()),
+        ];
+        let star = [Capability::FsWrite("/".into()), Capability::Net("*".into()), Capability::Env("*".into())];
+        let g = |fs_read: &[&str], fs_write: &[&str], net: &[&str], env: &[&str]| {
+            let v = |s: &[&str]| s.iter().map(ToString::to_string).collect();
+            Grant { fs_read: v(fs_read), fs_write: v(fs_write), net: v(net), env: v(env) }
+        };
+        /// (ceiling, grant, expected excess)
+        type Case<'a> = (&'a [Capability], Grant, &'a [&'a str]);
+        let cases: &[Case] = &[
+            // Covered: inside the ceiling, with the right permission.
+            (&read_all, g(&[".", "/etc"], &[], &[], &[]), &[]),
+            (&write_ws, g(&["."], &[".", "src/x"], &[], &[]), &[]),
+            (&mixed, g(&[], &["src", "src/a/../b"], &["api.github.com", "*.x.github.com"], &["HOME"]), &[]),
+            (&star, g(&["/"], &["/etc"], &["evil.com", "*"], &["SECRET", "*"]), &[]),
+            (&mixed, g(&[], &[], &["*"], &["*"]), &[]),
+            (&read_all, Grant::none(), &[]),
+            // Writing where the ceiling only reads.
+            (&read_all, g(&[], &["/etc"], &[], &[]), &[r#"fs_write "/etc": the ceiling allows only fs_read of /"#]),
+            (&read_all, Grant::workspace_read_write(), &[r#"fs_write "." (/w): the ceiling allows only fs_read of /"#]),
+            (
+                &mixed,
+                g(&[], &["."], &[], &[]),
+                &[r#"fs_write "." (/w): the ceiling allows only fs_read of /, fs_write of /w/src"#],
+            ),
+            // A tree wider than the ceiling's, or outside it.
+            (&write_ws, g(&["/"], &[], &[], &[]), &[r#"fs_read "/": the ceiling allows only fs_write of /w"#]),
+            (
+                &write_ws,
+                g(&["../other"], &[], &[], &[]),
+                &[r#"fs_read "../other" (/other): the ceiling allows only fs_write of /w"#],
+            ),
+            (&[], g(&["."], &[], &[], &[]), &[r#"fs_read "." (/w): the ceiling allows no file access"#]),
+            // Names the ceiling does not cover; `*` where the ceiling has none of that kind.
+            (
+                &mixed,
+                g(&[], &[], &["github.com", "evil.com"], &["SECRET"]),
+                &[
+                    r#"net "github.com": the ceiling allows only *.github.com"#,
+                    r#"net "evil.com": the ceiling allows only *.github.com"#,
+                    r#"env "SECRET": the ceiling allows only HOME"#,
+                ],
+            ),
+            (
+                &read_all,
+                g(&[], &[], &["*"], &["*"]),
+                &[
+                    r#"net "*": the ceiling allows no network access"#,
+                    r#"env "*": the ceiling allows no environment variables"#,
+                ],
+            ),
+        ];
+        for (ceiling, grant, want) in cases {
+            assert_eq!(grant_excess(ceiling, grant, ws()), *want, "ceiling {ceiling:?} grant {grant:?}");
+        }
+    }
+
+    #[test]
+    fn grant_as_capabilities() {
+        let grant = Grant { fs_read: vec!["/".into()], net: vec!["*".into()], ..Grant::workspace_read_write() };
+        let shown: Vec<String> = grant.capabilities(ws()).iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["fs-read(/)", "fs-write(/w)", "net(*)"]);
+        let eff = effective_grant(&[Capability::FsWrite(".".into())], &Grant::workspace_read_write(), ws());
+        assert_eq!(Grant::workspace_read_write().capabilities(ws()), eff.capabilities());
     }
 
     #[test]

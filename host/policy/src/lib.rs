@@ -31,7 +31,7 @@ mod permission;
 
 pub use capability::Capability;
 pub use config::{Config, ConfigError, HookConfig, HooksConfig, LimitsConfig, PermissionsConfig, ToolConfig};
-pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant};
+pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant, grant_excess};
 pub use hook::HookMatcher;
 pub use limits::Limits;
 pub use path::{normalize, resolve};

@@ -12,7 +12,7 @@ use crate::state::HostState;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use toolhost_policy::{Config, EffectiveGrant, Grant, Limits, Mode, Rule, effective_grant};
+use toolhost_policy::{Config, EffectiveGrant, Grant, Limits, Mode, Rule, effective_grant, grant_excess};
 
 /// A tool ready to be called.
 pub struct LoadedTool {
@@ -309,6 +309,17 @@ impl Runtime {
                     compiled.sha256
                 ),
             });
+        }
+        // An explicit grant beyond the ceiling is a config mistake, not something to trim
+        // silently: the operator believes the tool has what it cannot get.
+        if let Some(grant) = tool_config.and_then(|t| t.grant()) {
+            let excess = grant_excess(&info.capabilities, grant, &self.workspace);
+            if !excess.is_empty() {
+                return Err(Error::Load {
+                    origin: source.origin.to_string(),
+                    message: self.config.grant_error(&name, &excess).to_string(),
+                });
+            }
         }
         let grant = tool_config.and_then(|t| t.grant().cloned()).unwrap_or_else(|| self.default_grant.clone());
         let mut effective = effective_grant(&info.capabilities, &grant, &self.workspace);

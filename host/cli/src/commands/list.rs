@@ -16,10 +16,25 @@ fn caps(c: &[toolhost::policy::Capability]) -> String {
     if c.is_empty() { "nothing".into() } else { c.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ") }
 }
 
+fn strings(c: &[toolhost::policy::Capability]) -> Vec<String> {
+    c.iter().map(ToString::to_string).collect()
+}
+
+/// Whether two lists name the same capabilities, in any order.
+fn same(a: &[toolhost::policy::Capability], b: &[toolhost::policy::Capability]) -> bool {
+    let set = |c| strings(c).into_iter().collect::<std::collections::BTreeSet<_>>();
+    set(a) == set(b)
+}
+
 impl ListCommand {
     pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
         let loaded = setup::load(global, false).await?;
         let rt = &loaded.runtime;
+        // Already read (and checked) by `setup::load`; here only to tell where a grant comes from.
+        let config = setup::load_config(global)?;
+        let grant_from = |tool: &str| {
+            if config.tools.get(tool).and_then(|t| t.grant()).is_some() { "config" } else { "default" }
+        };
         if self.json {
             let tools: Vec<_> = rt
                 .tools()
@@ -31,7 +46,9 @@ impl ListCommand {
                         "read_only": t.info.read_only,
                         "permission_subject": t.info.permission_subject,
                         "ceiling": t.info.capabilities.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                        "grant": t.effective.capabilities().iter().map(ToString::to_string).collect::<Vec<_>>(),
+                        "grant": strings(&t.effective.capabilities()),
+                        "operator_grant": strings(&t.grant.capabilities(rt.workspace())),
+                        "operator_grant_from": grant_from(&t.info.name),
                         "origin": t.origin.to_string(),
                         "sha256": t.sha256,
                         "size": t.size,
@@ -50,6 +67,11 @@ impl ListCommand {
                 crate::output::outln!("  {first}");
                 crate::output::outln!("  ceiling: {}", caps(&t.info.capabilities));
                 crate::output::outln!("  granted: {}", caps(&t.effective.capabilities()));
+                // What the operator asked for, when the ceiling (or a missing directory) cut it.
+                let asked = t.grant.capabilities(rt.workspace());
+                if !same(&asked, &t.effective.capabilities()) {
+                    crate::output::outln!("  grant ({}): {}", grant_from(&t.info.name), caps(&asked));
+                }
             }
             if !loaded.load_errors.is_empty() {
                 crate::output::outln!("\n{} tool(s) failed to load (see the warnings above)", loaded.load_errors.len());

@@ -1,6 +1,7 @@
 //! One module per subcommand, each with an `execute`.
 
 pub mod call;
+pub mod config;
 pub mod inspect;
 pub mod list;
 pub mod run;

@@ -1,0 +1,227 @@
+//! `toolhost config check [FILE]`: every error in a config file at once, each as
+//! `FILE:LINE:COLUMN: message`, including what only the tools can tell: a grant beyond a tool's
+//! ceiling, a `[tools.NAME]` section for a tool that is not loaded, a `path` that is no tool.
+
+use crate::setup::{self, GlobalArgs};
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toolhost::policy::{Capability, Config, ConfigError, grant_excess};
+use toolhost::{EngineOptions, ToolEngine, ToolSource};
+
+#[derive(Args, Debug)]
+pub struct ConfigCommand {
+    #[command(subcommand)]
+    command: ConfigSubcommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum ConfigSubcommand {
+    /// Check a config file and the tools it names; exit 2 if anything is wrong.
+    Check(CheckCommand),
+}
+
+#[derive(Args, Debug)]
+struct CheckCommand {
+    /// The config file (default: --config, else ./toolhost.toml).
+    file: Option<PathBuf>,
+}
+
+impl ConfigCommand {
+    pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
+        match self.command {
+            ConfigSubcommand::Check(c) => c.execute(global).await,
+        }
+    }
+}
+
+/// A tool as `setup::load` would register it: its ceiling, where it came from, its sha256.
+struct Found {
+    ceiling: Vec<Capability>,
+    origin: String,
+    sha256: String,
+}
+
+impl CheckCommand {
+    async fn execute(self, global: &GlobalArgs) -> Result<u8> {
+        let file = self.file.or_else(|| global.config.clone()).unwrap_or_else(|| PathBuf::from("toolhost.toml"));
+        let text = match std::fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(e) => {
+                eprintln!("{}: cannot read config: {e}", file.display());
+                eprintln!("1 error in {}", file.display());
+                return Ok(crate::EXIT_USAGE);
+            }
+        };
+        let (config, mut errors) = Config::check_recoverable(&text, &file);
+        let workspace = match &global.workspace {
+            Some(w) => w.clone(),
+            None => std::env::current_dir().context("cannot read the current directory")?,
+        };
+        // As the runtime does, so that relative grants resolve to the same directories.
+        let workspace = workspace.canonicalize().with_context(|| format!("--workspace {}", workspace.display()))?;
+
+        let tools = find_tools(global, &config, &mut errors).await?;
+        for (name, tool) in &config.tools {
+            let Some(found) = tools.get(name) else {
+                // A `path` that is no tool named NAME was reported at the path.
+                if tool.path.is_none() {
+                    let loaded: Vec<&str> = tools.keys().map(String::as_str).collect();
+                    let message = format!(
+                        "no tool named {name} is loaded; the loaded tools are {} (embedded defaults, --tools \
+                         directories and `path` entries)",
+                        if loaded.is_empty() { "none".to_string() } else { loaded.join(", ") }
+                    );
+                    errors.push(config.tool_error(name, &message));
+                }
+                continue;
+            };
+            if let Some(grant) = tool.grant() {
+                let excess = grant_excess(&found.ceiling, grant, &workspace);
+                if !excess.is_empty() {
+                    errors.push(config.grant_error(name, &excess));
+                }
+            }
+            // Only a well-formed pin (64 hex digits) is compared; a malformed one is reported already.
+            if let Some(pin) = &tool.sha256
+                && pin.get_ref().len() == 64
+                && pin.get_ref().bytes().all(|b| b.is_ascii_hexdigit())
+                && !pin.get_ref().eq_ignore_ascii_case(&found.sha256)
+            {
+                errors.push(config.error_at(
+                    pin.span().start,
+                    format!(
+                        "tools.{name}.sha256: the config pins {}, but {} has {}; it would not load",
+                        pin.get_ref(),
+                        found.origin,
+                        found.sha256
+                    ),
+                ));
+            }
+        }
+
+        if errors.is_empty() {
+            let rules = config.permissions.allow.len() + config.permissions.ask.len() + config.permissions.deny.len();
+            let h = &config.hooks;
+            let hooks = h.pre_tool_use.len() + h.post_tool_use.len() + h.post_tool_use_failure.len();
+            crate::output::outln!(
+                "{}: ok ({}, {}, {})",
+                file.display(),
+                count(config.tools.len(), "tool configured", "tools configured"),
+                count(rules, "rule", "rules"),
+                count(hooks, "hook", "hooks")
+            );
+            return Ok(0);
+        }
+        errors.sort_by_key(|e| (e.line, e.column));
+        errors.dedup();
+        for e in &errors {
+            eprintln!("{e}");
+        }
+        eprintln!("{} in {}", count(errors.len(), "error", "errors"), file.display());
+        Ok(crate::EXIT_USAGE)
+    }
+}
+
+/// The tools `setup::load` would load with this config, by name: the embedded defaults (unless
+/// `--no-default-tools`, or a `[tools.NAME] path` replaces one), every `*.wasm` in the `--tools`
+/// directories, and the config's `path`s. Each is inspected rather than loaded into a runtime,
+/// which would need the config to be valid. A `path` that is no tool, or a tool of another
+/// name, is a config error at the path; other load failures are warnings, as in `setup::load`.
+async fn find_tools(
+    global: &GlobalArgs,
+    config: &Config,
+    errors: &mut Vec<ConfigError>,
+) -> Result<BTreeMap<String, Found>> {
+    let engine = ToolEngine::new(&EngineOptions::default())?;
+    let cache = setup::cache_dir();
+    let inspect = async |source: &ToolSource| toolhost::inspect(&engine, source, cache.as_deref()).await;
+    let mut tools: BTreeMap<String, Found> = BTreeMap::new();
+    let mut add = |name: String, found: Found| match tools.get(&name) {
+        Some(existing) => eprintln!(
+            "warning: {}: a tool named {name} is already loaded from {}; not loaded",
+            found.origin, existing.origin
+        ),
+        None => {
+            tools.insert(name, found);
+        }
+    };
+    let found = |i: toolhost::Inspection, origin: String| {
+        (i.info.name, Found { ceiling: i.info.capabilities, origin, sha256: i.sha256 })
+    };
+
+    let replaced = |name: &str| config.tools.get(name).is_some_and(|t| t.path.is_some());
+    if !global.no_default_tools {
+        for (name, bytes) in toolhost_default_tools::TOOLS {
+            if replaced(name) {
+                continue;
+            }
+            let source = ToolSource::embedded(name, bytes);
+            match inspect(&source).await {
+                Ok(i) => {
+                    let (name, f) = found(i, source.origin.to_string());
+                    add(name, f);
+                }
+                Err(e) => eprintln!("warning: {e}"),
+            }
+        }
+    }
+    for dir in &global.tools {
+        for file in wasm_files(dir)? {
+            let source = match ToolSource::file(&file) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("warning: {e}");
+                    continue;
+                }
+            };
+            match inspect(&source).await {
+                Ok(i) => {
+                    let (name, f) = found(i, source.origin.to_string());
+                    add(name, f);
+                }
+                Err(e) => eprintln!("warning: {e}"),
+            }
+        }
+    }
+    for (name, tool) in &config.tools {
+        // A path that is not a file was reported by the config check.
+        let Some(path) = tool.path.as_ref().filter(|p| p.get_ref().is_file()) else { continue };
+        let at = |message: String| config.error_at(path.span().start, format!("tools.{name}.path: {message}"));
+        let source = match ToolSource::file(path.get_ref()) {
+            Ok(s) => s,
+            Err(e) => {
+                errors.push(at(e.to_string()));
+                continue;
+            }
+        };
+        match inspect(&source).await {
+            Ok(i) if i.info.name != *name => {
+                errors.push(at(format!("{} is a tool named {}, not {name}", path.get_ref().display(), i.info.name)));
+            }
+            Ok(i) => {
+                let (name, f) = found(i, source.origin.to_string());
+                add(name, f);
+            }
+            Err(e) => errors.push(at(format!("not a tool: {e}"))),
+        }
+    }
+    Ok(tools)
+}
+
+/// Every `*.wasm` file in `dir`, sorted (as `setup::load` reads `--tools`).
+fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("--tools {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// `1 error`, `3 errors`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

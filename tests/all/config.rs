@@ -1,0 +1,232 @@
+//! `toolhost config check`, run as a user would: every error of a config file at once, each as
+//! `FILE:LINE:COLUMN: message` on stderr, then a count; exit 2 if there is any, else one `ok`
+//! line on stdout and exit 0. Also the operator's grant in `toolhost list`.
+
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use toolhost_tests::workspace;
+
+/// The `toolhost` binary of this build (as in `cli.rs`: built once per test process, so that it
+/// is never older than the sources).
+fn binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        // This test binary is TARGET/debug/deps/all-HASH; the CLI is TARGET/debug/toolhost.
+        let exe = std::env::current_exe().expect("current exe");
+        let profile_dir = exe.parent().and_then(Path::parent).expect("target profile directory");
+        let bin = profile_dir.join(format!("toolhost{}", std::env::consts::EXE_SUFFIX));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+        let mut build = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        build.args(["build", "--quiet", "-p", "toolhost-cli"]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.current_dir(root).stdin(Stdio::null()).status();
+        assert!(bin.is_file(), "cannot build toolhost-cli ({status:?}): {} does not exist", bin.display());
+        bin
+    })
+}
+
+/// One compile cache for every test in this process.
+fn cache_dir() -> &'static Path {
+    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    CACHE.get_or_init(|| tempfile::tempdir().expect("cache dir")).path()
+}
+
+/// `toolhost --workspace WS ARGS…`, run in WS.
+fn run(ws: &Path, args: &[&str]) -> Output {
+    Command::new(binary())
+        .arg("--workspace")
+        .arg(ws)
+        .args(args)
+        .current_dir(ws)
+        .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env_remove("TOOLHOST_LOG")
+        .env_remove("TOOLHOST_MAX_CONCURRENCY")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run toolhost")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Assert the exit code, showing both streams when it differs.
+#[track_caller]
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(o.status.code(), Some(code), "stdout:\n{}\nstderr:\n{}", stdout(o), stderr(o));
+}
+
+#[test]
+fn a_good_config_is_ok_with_a_summary() {
+    let ws = workspace();
+    let cfg = ws.path().join("toolhost.toml");
+    fs::write(
+        &cfg,
+        r#"[limits]
+timeout_ms = 5000
+
+[permissions]
+mode = "accept-edits"
+allow = ["Read", "Grep(src/**)"]
+deny = ["Edit(.git/**)"]
+
+[tools.Read]
+grant = { fs_read = ["."] }
+
+[tools.Write]
+grant = { fs_write = ["."] }
+memory_mib = 64
+
+[[hooks.pre_tool_use]]
+matcher = "Edit|Write"
+command = "true"
+"#,
+    )
+    .unwrap();
+
+    // FILE given, found through --config, or ./toolhost.toml.
+    for args in [
+        &["config", "check", "toolhost.toml"][..],
+        &["--config", cfg.to_str().unwrap(), "config", "check"],
+        &["config", "check"],
+    ] {
+        let o = run(ws.path(), args);
+        assert_exit(&o, 0);
+        assert!(
+            stdout(&o).ends_with("toolhost.toml: ok (2 tools configured, 3 rules, 1 hook)\n"),
+            "{args:?}: {}",
+            stdout(&o)
+        );
+        assert_eq!(stderr(&o), "", "{args:?}");
+    }
+}
+
+#[test]
+fn a_bad_config_lists_every_error_with_its_position_and_exits_2() {
+    let ws = workspace();
+    let tools = workspace();
+    // A real tool, under a name the config does not expect.
+    fs::write(tools.path().join("read.wasm"), toolhost_default_tools::get("Read").unwrap()).unwrap();
+    let cfg = ws.path().join("bad.toml");
+    fs::write(
+        &cfg,
+        format!(
+            r#"[limits]
+max_concurrency = 0
+timout_ms = 5
+
+[permissions]
+allow = ["Read", "Bash("]
+
+[tools.Read]
+grant = {{ fs_write = ["."] }}
+
+[tools.Write]
+grant = {{ fs_write = ["."] }}
+
+[tools.NoSuchTool]
+fuel = 1000
+
+[tools.Mine]
+path = "mine.wasm"
+
+[tools.Reader]
+path = "{}"
+
+[[hooks.post_tool_use]]
+matcher = "Read"
+"#,
+            tools.path().join("read.wasm").display()
+        ),
+    )
+    .unwrap();
+
+    let o = run(ws.path(), &["config", "check", cfg.to_str().unwrap()]);
+    assert_exit(&o, 2);
+    assert_eq!(stdout(&o), "", "errors go to stderr");
+    let ws_path = ws.path().canonicalize().unwrap();
+    let f = cfg.display();
+    let want = [
+        format!("{f}:2:19: limits.max_concurrency: must be at least 1, got 0"),
+        format!("{f}:3:1: limits.timout_ms: unknown field `timout_ms`"),
+        format!("{f}:6:18: permissions.allow[1]: invalid permission rule \"Bash(\""),
+        format!(
+            "{f}:9:9: tools.Read.grant: beyond the tool's ceiling: fs_write \".\" ({}): the ceiling allows only fs_read of /",
+            ws_path.display()
+        ),
+        format!("{f}:14:8: tools.NoSuchTool: no tool named NoSuchTool is loaded; the loaded tools are Edit, Glob,"),
+        format!("{f}:18:8: tools.Mine.path: no such file: {}", ws.path().join("mine.wasm").display()),
+        format!(
+            "{f}:21:8: tools.Reader.path: {} is a tool named Read, not Reader",
+            tools.path().join("read.wasm").display()
+        ),
+        format!("{f}:23:1: hooks.post_tool_use[0]: missing field `command`"),
+        format!("8 errors in {f}"),
+    ];
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), want.len(), "one line per error, then the count:\n{err}");
+    for (line, want) in lines.iter().zip(&want) {
+        assert!(line.starts_with(want.as_str()), "want {want}…\ngot:\n{err}");
+    }
+}
+
+#[test]
+fn an_unreadable_config_is_one_error() {
+    let ws = workspace();
+    let o = run(ws.path(), &["config", "check", "missing.toml"]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(err.starts_with("missing.toml: cannot read config: "), "{err}");
+    assert!(err.ends_with("1 error in missing.toml\n"), "{err}");
+}
+
+#[test]
+fn list_shows_the_default_grant_the_ceiling_cut_and_refuses_a_config_grant_beyond_it() {
+    let ws = workspace();
+    let cfg = ws.path().join("toolhost.toml");
+    fs::write(
+        &cfg,
+        "[tools.Read]\ngrant = { fs_write = [\".\"], net = [\"*\"] }\n[tools.Write]\ngrant = { fs_write = [\".\"] }\n",
+    )
+    .unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let o = run(ws.path(), &["list", "--json"]);
+    assert_exit(&o, 0);
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let tool = |name: &str| v["tools"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned();
+    // A config grant beyond the ceiling is a mistake: that tool does not load, the others do.
+    assert!(tool("Read").is_none(), "{v}");
+    let errors = v["load_errors"].to_string();
+    assert!(errors.contains("toolhost.toml:2:") && errors.contains("beyond the tool's ceiling"), "{errors}");
+    // The default grant (read-write workspace) is cut to what the ceiling allows, and shown.
+    let glob = tool("Glob").unwrap();
+    assert_eq!(glob["grant"], serde_json::json!([format!("fs-read({})", ws_path.display())]));
+    assert_eq!(glob["operator_grant"], serde_json::json!([format!("fs-write({})", ws_path.display())]));
+    assert_eq!(glob["operator_grant_from"], "default");
+
+    let o = run(ws.path(), &["list"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    let section = |name: &str| {
+        let start = out.find(&format!("\n{name} (")).unwrap_or_else(|| panic!("{name} in:\n{out}"));
+        let rest = &out[start + 1..];
+        rest[..rest.find("\n\n").unwrap_or(rest.len())].to_string()
+    };
+    let glob = section("Glob");
+    assert!(
+        glob.contains(&format!("  grant (default): fs-write({})", ws_path.display())),
+        "the grant the ceiling cut is shown:\n{glob}"
+    );
+    let write = section("Write");
+    assert!(!write.contains("grant ("), "a grant that took effect as written is not repeated:\n{write}");
+}
