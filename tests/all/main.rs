@@ -8,6 +8,7 @@ mod default_tools;
 mod hooks;
 mod limits;
 mod load;
+mod mcp;
 mod permissions;
 mod sandbox;
 mod schema;

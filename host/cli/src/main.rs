@@ -36,6 +36,8 @@ enum Command {
     Inspect(commands::inspect::InspectCommand),
     /// Check a config file: every error at once, with file, line and column.
     Config(commands::config::ConfigCommand),
+    /// Serve the tools over the Model Context Protocol (stdio, or streamable HTTP with --http).
+    Mcp(commands::mcp::McpCommand),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
             Command::Inspect(c) => c.execute(&cli.global).await,
             Command::Config(c) => c.execute(&cli.global).await,
             Command::Run(c) => c.execute(&cli.global).await,
+            Command::Mcp(c) => c.execute(&cli.global).await,
         }
     });
     match result {

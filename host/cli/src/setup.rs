@@ -102,10 +102,6 @@ pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
 /// finish with duration and outcome kind).
 pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_file: Option<&Path>) -> Result<Loaded> {
     let config = load_config(args)?;
-    let workspace = match &args.workspace {
-        Some(w) => w.clone(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
     // A terminal indicatif cannot draw on (e.g. TERM=dumb) gets plain lines, not nothing.
     let display =
         Arc::new(if std::io::stderr().is_terminal() && !indicatif::ProgressDrawTarget::stderr().is_hidden() {
@@ -113,11 +109,36 @@ pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_fi
         } else {
             Display::Plain { verbose: verbose_events }
         });
-    let mut builder = Runtime::builder()
-        .workspace(&workspace)
-        .config(config.clone())
-        .env(std::env::vars())
-        .events(event_printer(display.clone(), events_file)?);
+    let events = event_printer(display.clone(), events_file)?;
+    let pause: crate::ask::Pause = Arc::new(move |paused| display.pause(paused));
+    let decider = crate::ask::TtyDecider::if_interactive(Some(pause))
+        .map(|d| Arc::new(d) as Arc<dyn toolhost::PermissionDecider>);
+    build_and_load(args, config, events, decider).await
+}
+
+/// [`load`] for a command whose standard streams carry a protocol (`mcp`): events go only to
+/// `events`, and asks only to `decider` (never a terminal prompt).
+pub async fn load_with(
+    args: &GlobalArgs,
+    events: toolhost::EventSink,
+    decider: Option<Arc<dyn toolhost::PermissionDecider>>,
+) -> Result<Loaded> {
+    let config = load_config(args)?;
+    build_and_load(args, config, events, decider).await
+}
+
+async fn build_and_load(
+    args: &GlobalArgs,
+    config: Config,
+    events: toolhost::EventSink,
+    decider: Option<Arc<dyn toolhost::PermissionDecider>>,
+) -> Result<Loaded> {
+    let workspace = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let mut builder =
+        Runtime::builder().workspace(&workspace).config(config.clone()).env(std::env::vars()).events(events);
     if let Some(mode) = args.permission_mode {
         builder = builder.permission_mode(mode);
     }
@@ -130,9 +151,8 @@ pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_fi
     for rule in &args.deny {
         builder = builder.deny_rule(rule.clone());
     }
-    let pause: crate::ask::Pause = Arc::new(move |paused| display.pause(paused));
-    if let Some(decider) = crate::ask::TtyDecider::if_interactive(Some(pause)) {
-        builder = builder.decider(Arc::new(decider));
+    if let Some(decider) = decider {
+        builder = builder.decider(decider);
     }
     if let Some(dir) = cache_dir() {
         builder = builder.cache_dir(dir);

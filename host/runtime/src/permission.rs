@@ -44,6 +44,14 @@ pub enum AskAnswer {
 pub trait PermissionDecider: Send + Sync {
     /// Ask about one call.
     async fn ask(&self, request: &AskRequest) -> AskAnswer;
+
+    /// Whether anyone can be asked about this call (e.g. an MCP client that declared the
+    /// elicitation capability). When `false`, the ask is a denial whose message names the rule
+    /// to add, exactly as with no decider at all. Default: `true`.
+    fn can_ask(&self, request: &AskRequest) -> bool {
+        let _ = request;
+        true
+    }
 }
 
 /// The mode and rules in force, plus what was allowed for the rest of the run.

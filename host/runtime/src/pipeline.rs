@@ -57,6 +57,21 @@ impl Runtime {
         result
     }
 
+    /// [`Runtime::call_cancellable`] for a call that runs beside other concurrency-safe calls
+    /// (e.g. concurrent MCP requests): as inside a parallel batch of a turn, its file grants
+    /// are read-only, so a tool that claimed to be concurrency-safe and writes gets a denial,
+    /// not a race. Its context updates are applied when it finishes.
+    pub async fn call_concurrent(
+        &self,
+        session: &Session,
+        tool_use: &ToolUse,
+        cancel: &CancellationToken,
+    ) -> ToolResult {
+        let (result, updates) = self.run_one(tool_use, session.snapshot(), Access::ReadOnly, cancel).await;
+        session.apply(updates);
+        result
+    }
+
     /// Whether a call may run beside other concurrency-safe calls: asked of the tool (with no
     /// capabilities) only when the input passes the schema; an unknown tool, a schema
     /// failure, a trap or a timeout all mean "no".
@@ -289,14 +304,6 @@ impl Runtime {
         if self.permissions.session_allows(name, &self.workspace) {
             return Ok(());
         }
-        let Some(decider) = &self.decider else {
-            asked("no_one_to_ask");
-            return Err(denied(format!(
-                "Permission to use {name} has been denied: {reason}, and there is no one to ask (no terminal). \
-                 To allow such calls, add the rule \"{suggested}\" to `allow` in [permissions] of toolhost.toml, \
-                 or pass --allow '{suggested}'."
-            )));
-        };
         let request = AskRequest {
             tool_use_id: id.to_string(),
             tool: name.clone(),
@@ -304,7 +311,15 @@ impl Runtime {
             subject: subject.map(|(v, _)| v),
             reason: reason.clone(),
             session_rule: name.clone(),
-            suggested_rule: suggested,
+            suggested_rule: suggested.clone(),
+        };
+        let Some(decider) = self.decider.as_ref().filter(|d| d.can_ask(&request)) else {
+            asked("no_one_to_ask");
+            return Err(denied(format!(
+                "Permission to use {name} has been denied: {reason}, and there is no one to ask (no terminal). \
+                 To allow such calls, add the rule \"{suggested}\" to `allow` in [permissions] of toolhost.toml, \
+                 or pass --allow '{suggested}'."
+            )));
         };
         let answer = tokio::select! {
             answer = decider.ask(&request) => answer,

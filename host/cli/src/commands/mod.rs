@@ -4,4 +4,5 @@ pub mod call;
 pub mod config;
 pub mod inspect;
 pub mod list;
+pub mod mcp;
 pub mod run;

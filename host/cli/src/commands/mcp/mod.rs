@@ -1,0 +1,118 @@
+//! `toolhost mcp`: every loaded tool as an MCP server, over stdio (default) or streamable HTTP
+//! (`--http ADDR`, loopback only). Calls go through the whole pipeline (schema, validate, hooks,
+//! permissions, sandbox, limits); any failure is a result with `isError`, never a JSON-RPC
+//! error. Asks go to the client through elicitation when it supports it, else are denials
+//! naming the rule to add. A changed `--tools` directory or config file is reloaded and the
+//! clients are sent `notifications/tools/list_changed`. stdout carries only the protocol; logs
+//! go to stderr.
+
+mod http;
+pub mod schedule;
+mod server;
+pub mod stdio;
+
+use crate::setup::{self, GlobalArgs};
+use anyhow::{Context, Result};
+use clap::Args;
+use server::{ElicitDecider, McpServer, Routes, Shared};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+#[derive(Args, Debug)]
+pub struct McpCommand {
+    /// Serve streamable HTTP on ADDR (HOST:PORT or PORT; loopback only, e.g. 127.0.0.1:8765)
+    /// at the path /mcp, instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+}
+
+/// How often the tools directories and the config file are checked for changes.
+const POLL: Duration = Duration::from_secs(1);
+
+impl McpCommand {
+    pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
+        let routes = Arc::new(Routes::default());
+        let events = server::event_sink(routes.clone());
+        let decider: Arc<dyn toolhost::PermissionDecider> = Arc::new(ElicitDecider { routes: routes.clone() });
+        let loaded = setup::load_with(global, events.clone(), Some(decider.clone())).await?;
+        let shared = Shared::new(global.clone(), loaded.runtime, routes);
+        let watcher = tokio::spawn(watch(shared.clone(), events, decider));
+        let served = match &self.http {
+            None => serve_stdio(shared).await,
+            Some(addr) => http::serve(shared, addr).await,
+        };
+        watcher.abort();
+        served.map(|()| 0)
+    }
+}
+
+async fn serve_stdio(shared: Arc<Shared>) -> Result<()> {
+    use rmcp::ServiceExt as _;
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let transport = stdio::LineTransport::new(stdin, tokio::io::stdout(), shared.scheduler.clone());
+    let running = McpServer::new(shared).serve(transport).await.context("MCP session did not start")?;
+    let reason = running.waiting().await.context("MCP session failed")?;
+    tracing::info!("MCP session ended: {reason:?}");
+    Ok(())
+}
+
+/// What reloading depends on: the config file and every `*.wasm` in the tools directories and
+/// named by the config, each with its modification time and size (`None`: missing).
+type Fingerprint = Vec<(PathBuf, Option<(SystemTime, u64)>)>;
+
+fn fingerprint(args: &GlobalArgs) -> Fingerprint {
+    let stamp =
+        |p: &PathBuf| std::fs::metadata(p).ok().map(|m| (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len()));
+    let config = args.config.clone().unwrap_or_else(|| PathBuf::from("toolhost.toml"));
+    let mut files = vec![config];
+    for dir in &args.tools {
+        let mut wasm: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        wasm.sort();
+        files.push(dir.clone());
+        files.extend(wasm);
+    }
+    if let Ok(config) = setup::load_config(args) {
+        files.extend(config.tools.values().filter_map(|t| t.path.as_ref().map(|p| p.get_ref().clone())));
+    }
+    files.into_iter().map(|p| (stamp(&p), p)).map(|(s, p)| (p, s)).collect()
+}
+
+/// Poll for changes; once a change has settled (the same for one more poll, so a file being
+/// written is not loaded half-way), reload and tell the clients if the tool list changed. A
+/// reload that fails (e.g. a config error) keeps the tools in service.
+async fn watch(shared: Arc<Shared>, events: toolhost::EventSink, decider: Arc<dyn toolhost::PermissionDecider>) {
+    let mut loaded = fingerprint(&shared.args);
+    let mut seen = loaded.clone();
+    loop {
+        tokio::time::sleep(POLL).await;
+        let now = fingerprint(&shared.args);
+        if now != seen {
+            seen = now;
+            continue;
+        }
+        if seen == loaded {
+            continue;
+        }
+        loaded = seen.clone();
+        match setup::load_with(&shared.args, events.clone(), Some(decider.clone())).await {
+            Ok(reloaded) => {
+                let before = serde_json::to_value(server::tool_list(&shared.runtime())).ok();
+                let after = serde_json::to_value(server::tool_list(&reloaded.runtime)).ok();
+                shared.replace_runtime(reloaded.runtime);
+                tracing::info!("tools reloaded");
+                if before != after {
+                    shared.notify_tools_changed();
+                }
+            }
+            Err(e) => tracing::warn!("reloading the tools failed, keeping the loaded ones: {e:#}"),
+        }
+    }
+}

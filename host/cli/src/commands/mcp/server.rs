@@ -1,0 +1,377 @@
+//! The MCP server itself: `tools/list` from the registry, `tools/call` through the whole
+//! pipeline, progress and elicitation routed to the connection a call came from.
+
+use super::schedule::{Scheduler, Ticket};
+use crate::setup::GlobalArgs;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
+    ElicitRequestParams, ElicitationAction, ErrorCode, ErrorData, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{ElicitationMode, NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use serde_json::{Value, json};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::mpsc;
+use toolhost::{AskAnswer, AskRequest, Event, PermissionDecider, Runtime, Session, ToolResult, ToolUse};
+
+/// What every connection shares: the runtime (swapped on reload), the call queue, and where
+/// each running call's progress and questions go.
+pub struct Shared {
+    pub args: GlobalArgs,
+    runtime: RwLock<Arc<Runtime>>,
+    pub routes: Arc<Routes>,
+    pub scheduler: Arc<Scheduler>,
+    /// Connections to tell about a changed tool list.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+    next_call: AtomicU64,
+}
+
+impl Shared {
+    pub fn new(args: GlobalArgs, runtime: Runtime, routes: Arc<Routes>) -> Arc<Self> {
+        Arc::new(Shared {
+            args,
+            runtime: RwLock::new(Arc::new(runtime)),
+            routes,
+            scheduler: Scheduler::new(),
+            peers: Mutex::new(Vec::new()),
+            next_call: AtomicU64::new(1),
+        })
+    }
+
+    pub fn runtime(&self) -> Arc<Runtime> {
+        self.runtime.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Put a reloaded runtime in place (running calls finish on the old one).
+    pub fn replace_runtime(&self, runtime: Runtime) {
+        *self.runtime.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(runtime);
+    }
+
+    /// Send `notifications/tools/list_changed` to every open connection.
+    pub fn notify_tools_changed(&self) {
+        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        peers.retain(|p| !p.is_transport_closed());
+        for peer in peers.iter() {
+            let peer = peer.clone();
+            tokio::spawn(async move {
+                if let Err(e) = peer.notify_tool_list_changed().await {
+                    tracing::debug!("cannot send tools/list_changed: {e}");
+                }
+            });
+        }
+    }
+}
+
+/// The tools of `runtime` as MCP lists them.
+pub fn tool_list(runtime: &Runtime) -> Vec<Tool> {
+    runtime
+        .tools()
+        .map(|tool| {
+            let info = &tool.info;
+            let schema = match &info.input_schema {
+                Value::Object(map) => map.clone(),
+                _ => serde_json::Map::new(),
+            };
+            let mut annotations = ToolAnnotations::with_title(info.name.clone())
+                .read_only(info.read_only)
+                .destructive(!info.read_only)
+                .open_world(!tool.effective.net.is_empty());
+            // Reading twice changes nothing; writing the same content twice neither. Whether
+            // any other tool is idempotent is not known, so it is not claimed.
+            let embedded_write = info.name == "Write" && matches!(tool.origin, toolhost::Origin::Embedded(_));
+            if info.read_only || embedded_write {
+                annotations = annotations.idempotent(true);
+            }
+            Tool::new(info.name.clone(), info.description.clone(), Arc::new(schema)).annotate(annotations)
+        })
+        .collect()
+}
+
+/// Running calls by tool_use id: the connection they came from and, when the request carried a
+/// `progressToken`, the channel their progress is forwarded on.
+#[derive(Default)]
+pub struct Routes {
+    calls: Mutex<HashMap<String, Route>>,
+}
+
+struct Route {
+    peer: Peer<RoleServer>,
+    progress: Option<mpsc::UnboundedSender<String>>,
+}
+
+impl Routes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Route>> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Route call `id`. With a progress token, its progress messages become
+    /// `notifications/progress` (progress 1, 2, …), sent in order by the returned task.
+    fn open(
+        &self,
+        id: &str,
+        peer: Peer<RoleServer>,
+        token: Option<ProgressToken>,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let (progress, forwarder) = match token {
+            Some(token) => {
+                let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+                let peer = peer.clone();
+                let task = tokio::spawn(async move {
+                    let mut n = 0.0;
+                    while let Some(message) = rx.recv().await {
+                        n += 1.0;
+                        let mut param = ProgressNotificationParam::new(token.clone(), n);
+                        param.message = Some(message);
+                        if let Err(e) = peer.notify_progress(param).await {
+                            tracing::debug!("cannot send progress: {e}");
+                        }
+                    }
+                });
+                (Some(tx), Some(task))
+            }
+            None => (None, None),
+        };
+        self.lock().insert(id.to_string(), Route { peer, progress });
+        forwarder
+    }
+
+    fn close(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
+    /// Called from the runtime's event sink (must not block).
+    pub fn progress(&self, id: &str, message: &str) {
+        if let Some(Route { progress: Some(tx), .. }) = self.lock().get(id) {
+            let _ = tx.send(message.to_string());
+        }
+    }
+
+    fn peer(&self, id: &str) -> Option<Peer<RoleServer>> {
+        self.lock().get(id).map(|r| r.peer.clone())
+    }
+}
+
+/// The runtime's events: progress to the call's client, the rest to the log (stderr).
+pub fn event_sink(routes: Arc<Routes>) -> toolhost::EventSink {
+    Arc::new(move |event| match &event {
+        Event::Progress { id, tool, message } => {
+            tracing::debug!("{tool} ({id}): {message}");
+            routes.progress(id, message);
+        }
+        Event::HookFailed { id, tool, hook_event, hook, message } => {
+            tracing::warn!("{hook_event} hook [{hook}] for {tool} ({id}) failed: {message}");
+        }
+        other => tracing::debug!("{}", serde_json::to_string(other).unwrap_or_default()),
+    })
+}
+
+/// Puts `ask` decisions to the user through `elicitation/create` on the connection the call
+/// came from, when that client declared the elicitation capability; otherwise nobody can be
+/// asked and the runtime denies the call, naming the rule to add.
+pub struct ElicitDecider {
+    pub routes: Arc<Routes>,
+}
+
+const ALLOW_ONCE: &str = "allow once";
+const ALLOW_ALWAYS: &str = "allow for this session";
+const DENY: &str = "deny";
+
+#[async_trait::async_trait]
+impl PermissionDecider for ElicitDecider {
+    fn can_ask(&self, request: &AskRequest) -> bool {
+        self.routes
+            .peer(&request.tool_use_id)
+            .is_some_and(|peer| peer.supported_elicitation_modes().contains(&ElicitationMode::Form))
+    }
+
+    async fn ask(&self, request: &AskRequest) -> AskAnswer {
+        let Some(peer) = self.routes.peer(&request.tool_use_id) else {
+            return AskAnswer::Deny(Some("the client that made the call is gone".into()));
+        };
+        let what = match &request.subject {
+            Some(subject) => format!("{} on {subject}", request.tool),
+            None => request.tool.clone(),
+        };
+        let message = format!(
+            "toolhost: allow {what}? ({}). Input: {}",
+            request.reason,
+            serde_json::to_string(&request.input).unwrap_or_default()
+        );
+        let params = json!({
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "decision": {
+                        "type": "string",
+                        "title": "Decision",
+                        "description": format!("\"{ALLOW_ALWAYS}\" allows every {} call until the server restarts", request.tool),
+                        "enum": [ALLOW_ONCE, ALLOW_ALWAYS, DENY],
+                        "default": ALLOW_ONCE,
+                    }
+                },
+                "required": ["decision"],
+            }
+        });
+        let params: ElicitRequestParams = match serde_json::from_value(params) {
+            Ok(p) => p,
+            Err(e) => return AskAnswer::Deny(Some(format!("toolhost could not build the question: {e}"))),
+        };
+        match peer.create_elicitation(params).await {
+            Ok(answer) => match answer.action {
+                ElicitationAction::Accept => {
+                    match answer.content.as_ref().and_then(|c| c.get("decision")).and_then(Value::as_str) {
+                        Some(ALLOW_ALWAYS) => AskAnswer::AllowAlways,
+                        Some(DENY) => AskAnswer::Deny(None),
+                        // Accepting the form without changing it keeps the default.
+                        _ => AskAnswer::AllowOnce,
+                    }
+                }
+                _ => AskAnswer::Deny(None),
+            },
+            Err(e) => {
+                tracing::warn!("elicitation failed: {e}");
+                AskAnswer::Deny(Some(format!("the question could not be put to the user ({e})")))
+            }
+        }
+    }
+}
+
+/// One connection (a stdio process, or one HTTP session): its own context map.
+pub struct McpServer {
+    shared: Arc<Shared>,
+    session: Session,
+}
+
+impl McpServer {
+    pub fn new(shared: Arc<Shared>) -> Self {
+        McpServer { shared, session: Session::new() }
+    }
+}
+
+/// The protocol versions served: those with the `initialize` handshake, where the server may
+/// ask the client (elicitation) and notify it (tools/list_changed) on its own.
+fn versions() -> &'static [ProtocolVersion] {
+    ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25)
+}
+
+/// Request methods of the MCP specification.
+const KNOWN_REQUESTS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+];
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Tools run as sandboxed WebAssembly components with only what the operator granted. \
+                 Errors come back as results with isError set.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(versions())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.shared.peers.lock().unwrap_or_else(|e| e.into_inner()).push(context.peer);
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        // A known method whose params do not parse arrives here too.
+        let method = request.method.as_str();
+        if KNOWN_REQUESTS.contains(&method) {
+            return Err(ErrorData::invalid_params(format!("Invalid params for {method}"), None));
+        }
+        Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}"), None))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tool_list(&self.shared.runtime())))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        mut context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let runtime = self.shared.runtime();
+        let name = request.name.to_string();
+        // The spec's answer to an unknown tool: a protocol error (clients only call listed
+        // tools, so this is a stale list or a client bug, not something a model did).
+        if runtime.tool(&name).is_none() {
+            return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), None));
+        }
+        let ticket = context.extensions.remove::<Ticket>().unwrap_or_else(|| self.shared.scheduler.ticket());
+        let id = format!("toolu_mcp_{}", self.shared.next_call.fetch_add(1, Ordering::Relaxed));
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        let tool_use = ToolUse::new(&id, &name, input);
+        let cancel = context.ct.clone();
+        let forwarder = self.shared.routes.open(&id, context.peer.clone(), context.meta.get_progress_token());
+
+        let result = async {
+            let safe = runtime.is_concurrency_safe(&tool_use).await;
+            let _running = tokio::select! {
+                running = ticket.admit(safe) => running,
+                () = cancel.cancelled() => return None,
+            };
+            Some(if safe {
+                runtime.call_concurrent(&self.session, &tool_use, &cancel).await
+            } else {
+                runtime.call_cancellable(&self.session, &tool_use, &cancel).await
+            })
+        }
+        .await;
+
+        self.shared.routes.close(&id);
+        // Every progress notification goes out before the result.
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+        let result =
+            result.unwrap_or_else(|| ToolResult::error(&id, toolhost::OutcomeKind::Interrupted, "Interrupted by user"));
+        // A cancelled call's result is dropped by the service loop, as the spec requires.
+        Ok(CallToolResponse::Complete(to_mcp(result)))
+    }
+}
+
+/// A tool_result as a `CallToolResult`: the same blocks, `isError` for every failure.
+fn to_mcp(result: ToolResult) -> CallToolResult {
+    let content: Vec<ContentBlock> = result
+        .content
+        .into_iter()
+        .map(|block| match block {
+            toolhost::ContentBlock::Text { text } => ContentBlock::text(text),
+            toolhost::ContentBlock::Image { source } => ContentBlock::image(source.data, source.media_type),
+        })
+        .collect();
+    if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) }
+}
