@@ -5,90 +5,12 @@
 use serde_json::{Value, json};
 use std::fs;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use toolhost_tests::cli::{assert_exit, binary, cache_dir, run, run_with_stdin, stderr, stdout};
 use toolhost_tests::workspace;
 
 const DEFAULT_TOOLS: [&str; 6] = ["Edit", "Glob", "Grep", "LS", "Read", "Write"];
-
-/// The `toolhost` binary of this build, built once per test process (`cargo build` is quick
-/// when it is up to date, and makes sure the binary is not older than the sources).
-fn binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        // This test binary is TARGET/debug/deps/all-HASH; the CLI is TARGET/debug/toolhost.
-        let exe = std::env::current_exe().expect("current exe");
-        let profile_dir = exe.parent().and_then(Path::parent).expect("target profile directory");
-        let bin = profile_dir.join(format!("toolhost{}", std::env::consts::EXE_SUFFIX));
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "--quiet", "-p", "toolhost-cli"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.current_dir(root).stdin(Stdio::null()).status();
-        match status {
-            Ok(s) if s.success() => {}
-            other => {
-                assert!(bin.is_file(), "cannot build toolhost-cli ({other:?}) and {} does not exist", bin.display())
-            }
-        }
-        assert!(bin.is_file(), "{} does not exist after building toolhost-cli", bin.display());
-        bin
-    })
-}
-
-/// One compile cache for every test in this process: only the first run compiles the tools.
-fn cache_dir() -> &'static Path {
-    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    CACHE.get_or_init(|| tempfile::tempdir().expect("cache dir")).path()
-}
-
-/// `toolhost --workspace WS ARGS…`, run in WS (so no stray `./toolhost.toml` is picked up),
-/// with `stdin` as its standard input.
-fn run_with_stdin(ws: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(binary())
-        .arg("--workspace")
-        .arg(ws)
-        .args(args)
-        .current_dir(ws)
-        .env("TOOLHOST_CACHE_DIR", cache_dir())
-        .env_remove("TOOLHOST_LOG")
-        .env_remove("TOOLHOST_MAX_CONCURRENCY")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn toolhost");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    child.wait_with_output().expect("wait for toolhost")
-}
-
-fn run(ws: &Path, args: &[&str]) -> Output {
-    run_with_stdin(ws, args, "")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Assert the exit code, showing both streams when it differs.
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "exit status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        stdout(o),
-        stderr(o)
-    );
-}
 
 fn json_out(o: &Output) -> Value {
     serde_json::from_str(&stdout(o))

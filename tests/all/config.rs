@@ -4,66 +4,8 @@
 
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use toolhost_tests::cli::{assert_exit, run, stderr, stdout};
 use toolhost_tests::workspace;
-
-/// The `toolhost` binary of this build (as in `cli.rs`: built once per test process, so that it
-/// is never older than the sources).
-fn binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        // This test binary is TARGET/debug/deps/all-HASH; the CLI is TARGET/debug/toolhost.
-        let exe = std::env::current_exe().expect("current exe");
-        let profile_dir = exe.parent().and_then(Path::parent).expect("target profile directory");
-        let bin = profile_dir.join(format!("toolhost{}", std::env::consts::EXE_SUFFIX));
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
-        let mut build = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        build.args(["build", "--quiet", "-p", "toolhost-cli"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.current_dir(root).stdin(Stdio::null()).status();
-        assert!(bin.is_file(), "cannot build toolhost-cli ({status:?}): {} does not exist", bin.display());
-        bin
-    })
-}
-
-/// One compile cache for every test in this process.
-fn cache_dir() -> &'static Path {
-    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    CACHE.get_or_init(|| tempfile::tempdir().expect("cache dir")).path()
-}
-
-/// `toolhost --workspace WS ARGS…`, run in WS.
-fn run(ws: &Path, args: &[&str]) -> Output {
-    Command::new(binary())
-        .arg("--workspace")
-        .arg(ws)
-        .args(args)
-        .current_dir(ws)
-        .env("TOOLHOST_CACHE_DIR", cache_dir())
-        .env_remove("TOOLHOST_LOG")
-        .env_remove("TOOLHOST_MAX_CONCURRENCY")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run toolhost")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Assert the exit code, showing both streams when it differs.
-#[track_caller]
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(o.status.code(), Some(code), "stdout:\n{}\nstderr:\n{}", stdout(o), stderr(o));
-}
 
 #[test]
 fn a_good_config_is_ok_with_a_summary() {

@@ -14,34 +14,10 @@ use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolhost_tests::cli::{binary, cache_dir};
 use toolhost_tests::{guests, workspace};
-
-/// The `toolhost` binary of this build (built once per test process).
-fn binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current exe");
-        let profile_dir = exe.parent().and_then(Path::parent).expect("target profile directory");
-        let bin = profile_dir.join(format!("toolhost{}", std::env::consts::EXE_SUFFIX));
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "--quiet", "-p", "toolhost-cli"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        let status = build.current_dir(root).stdin(Stdio::null()).status();
-        assert!(bin.is_file(), "cannot build toolhost-cli ({status:?}): {} does not exist", bin.display());
-        bin
-    })
-}
-
-fn cache_dir() -> &'static Path {
-    static CACHE: OnceLock<tempfile::TempDir> = OnceLock::new();
-    CACHE.get_or_init(|| tempfile::tempdir().expect("cache dir")).path()
-}
 
 /// A workspace with `hello.txt`, and a tools directory with the Sleep, Progress and Panic
 /// guests.

@@ -1,6 +1,8 @@
 //! Shared helpers for toolhost's integration tests and benches: one engine per process, the
 //! test guests built by `build.rs`, temporary workspaces, runtimes with chosen tools.
 
+pub mod cli;
+
 use std::path::Path;
 use std::sync::OnceLock;
 use toolhost::policy::Config;
