@@ -19,6 +19,7 @@ const GUESTS: &[&str] = &[
     "progress",
     "ctx",
     "burn",
+    "net",
 ];
 
 fn main() {

@@ -9,6 +9,7 @@ mod hooks;
 mod limits;
 mod load;
 mod mcp;
+mod network;
 mod permissions;
 mod sandbox;
 mod schema;

@@ -10,7 +10,8 @@ pub enum Capability {
     FsRead(String),
     /// Read and write files under a directory.
     FsWrite(String),
-    /// Reach a network host pattern (`host`, `host:port`, `*.example.com`, `*`).
+    /// Reach a network host pattern (`host`, `host:port`, `host:*`, `*.example.com`, `*`; see
+    /// [`crate::NetPattern`]).
     Net(String),
     /// Read one environment variable (`*` for any).
     Env(String),

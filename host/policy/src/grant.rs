@@ -1,6 +1,6 @@
 //! Operator grants and their intersection with a tool's ceiling.
 
-use crate::{Capability, path::resolve};
+use crate::{Capability, NetPattern, path::resolve};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -192,7 +192,15 @@ pub fn grant_excess(ceiling: &[Capability], grant: &Grant, workspace: &Path) -> 
         Capability::Net(n) => Some(n),
         _ => None,
     });
-    names_excess(&mut excess, "net", &ceiling_net, &grant.net, "no network access", host_pattern_covers);
+    // A pattern that does not parse is reported as such, not as beyond the ceiling.
+    let (net_ok, net_bad): (Vec<String>, Vec<String>) =
+        grant.net.iter().cloned().partition(|g| g.parse::<NetPattern>().is_ok());
+    for g in &net_bad {
+        if let Err(e) = g.parse::<NetPattern>() {
+            excess.push(format!("net {g:?}: {}", e.reason));
+        }
+    }
+    names_excess(&mut excess, "net", &ceiling_net, &net_ok, "no network access", host_pattern_covers);
     let ceiling_env: Vec<&str> = names(ceiling, |c| match c {
         Capability::Env(n) => Some(n),
         _ => None,
@@ -241,17 +249,16 @@ fn intersect_names(ceiling: &[&str], grant: &[String], covers: impl Fn(&str, &st
     out
 }
 
-/// Whether the ceiling host pattern `c` admits everything the grant pattern `g` names.
+/// Whether the ceiling host pattern `c` admits everything the grant pattern `g` names (see
+/// [`NetPattern::covers`]); a pattern that does not parse covers and is covered by nothing but
+/// itself.
 fn host_pattern_covers(c: &str, g: &str) -> bool {
-    if c == "*" || c == g {
+    if c == g {
         return true;
     }
-    match c.strip_prefix("*.") {
-        Some(suffix) => {
-            let g_host = g.strip_prefix("*.").unwrap_or(g);
-            g_host.ends_with(&format!(".{suffix}"))
-        }
-        None => false,
+    match (c.parse::<NetPattern>(), g.parse::<NetPattern>()) {
+        (Ok(c), Ok(g)) => c.covers(&g),
+        _ => false,
     }
 }
 
@@ -364,6 +371,15 @@ mod tests {
                     r#"net "github.com": the ceiling allows only *.github.com"#,
                     r#"net "evil.com": the ceiling allows only *.github.com"#,
                     r#"env "SECRET": the ceiling allows only HOME"#,
+                ],
+            ),
+            // Ports count; a pattern that does not parse says why.
+            (
+                &mixed,
+                g(&[], &[], &["api.github.com:22", "a b"], &[]),
+                &[
+                    r#"net "a b": not a host name, IP address, `*.domain` or `*`"#,
+                    r#"net "api.github.com:22": the ceiling allows only *.github.com"#,
                 ],
             ),
             (

@@ -26,6 +26,7 @@ mod config;
 mod grant;
 mod hook;
 mod limits;
+mod net;
 mod path;
 mod permission;
 
@@ -34,5 +35,6 @@ pub use config::{Config, ConfigError, HookConfig, HooksConfig, LimitsConfig, Per
 pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant, grant_excess};
 pub use hook::HookMatcher;
 pub use limits::Limits;
+pub use net::{HostPattern, NetPattern, NetPatternError, PortPattern, WEB_PORTS, normalize_host};
 pub use path::{normalize, resolve};
 pub use permission::{Decision, Mode, Request, Rule, RuleError, Rules, SubjectKind};

@@ -9,15 +9,19 @@
 //! `initial-cwd` is the workspace, and the Rust SDK changes to it before `call`.
 
 use crate::capture::CapturePipe;
+use crate::net::{NetAccess, addr_check};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use toolhost_policy::EffectiveGrant;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
 
 /// Build the WASI context of one call. `grant: None` is the capability-free context used for
-/// `schema`, `is-concurrency-safe` and `validate`.
+/// `schema`, `is-concurrency-safe` and `validate`. `net` is the call's network access (built
+/// from the same grant); without a `net` grant, sockets and name lookup stay off.
 pub(crate) fn wasi_ctx(
     grant: Option<&EffectiveGrant>,
+    net: &Arc<NetAccess>,
     workspace: &Path,
     env: &BTreeMap<String, String>,
     stdout: &CapturePipe,
@@ -29,10 +33,13 @@ pub(crate) fn wasi_ctx(
     b.allow_blocking_current_thread(true);
     b.stdout(stdout.clone())
         .stderr(stderr.clone())
-        .allow_tcp(false)
+        // Network: TCP and name lookup only with a net grant, and then only to what it names
+        // (see net.rs). UDP stays off: inbound datagrams on an unconnected socket would not
+        // be checked.
+        .allow_tcp(net.is_granted())
         .allow_udp(false)
-        .allow_ip_name_lookup(false)
-        .socket_addr_check(|_, _| Box::pin(async { false }))
+        .allow_ip_name_lookup(net.is_granted())
+        .socket_addr_check(addr_check(net.clone()))
         // Bounds one `get-random-bytes` call; the guest controls the size it asks for.
         .max_random_size(1 << 20);
     if let Some(grant) = grant {

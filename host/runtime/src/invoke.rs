@@ -11,11 +11,12 @@ use crate::bindings::{Plugin, PluginPre, ToolOutput, ToolSchema, WitToolError};
 use crate::capabilities::wasi_ctx;
 use crate::capture::CapturePipe;
 use crate::engine::ToolEngine;
+use crate::net::NetAccess;
 use crate::outcome::{Failure, OutcomeKind, classify};
 use crate::state::{CallEnv, HostState, Interrupt};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use toolhost_policy::{EffectiveGrant, Limits};
@@ -104,10 +105,11 @@ fn new_instance(cx: &InvokeCtx<'_>) -> Result<Instance, Failure> {
     // Captured, capped, and never shown to the model except for stderr's tail in errors.
     let stdout = CapturePipe::new(cx.limits.max_stdio_bytes);
     let stderr = CapturePipe::new(cx.limits.max_stdio_bytes);
-    let wasi = wasi_ctx(cx.grant, cx.workspace, cx.env_vars, &stdout, &stderr)
+    let net = Arc::new(NetAccess::new(cx.grant.map_or(&[][..], |g| &g.net)));
+    let wasi = wasi_ctx(cx.grant, &net, cx.workspace, cx.env_vars, &stdout, &stderr)
         .map_err(|m| Failure::new(OutcomeKind::HostError, m))?;
     let max_memory = usize::try_from(cx.limits.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
-    let state = HostState::new(wasi, cx.call_env.clone(), max_memory, stderr);
+    let state = HostState::new(wasi, net, cx.call_env.clone(), max_memory, stderr);
     let mut store = Store::new(&cx.engine.engine, state);
     store.limiter(|s| &mut s.limiter);
     Ok(Instance { store, plugin: None })
@@ -167,6 +169,16 @@ async fn run(instance: &mut Instance, cx: &InvokeCtx<'_>, export: Export<'_>) ->
     };
     match outcome {
         Err(_) => Err(Failure::timeout(cx.tool, cx.limits)),
+        Ok(Ok(Returned::Call(Err(mut err)))) => {
+            // A tool that failed after the sandbox refused it network access: say which host
+            // was refused and which grant would allow it, whatever the tool itself reported.
+            if let Some(note) = instance.store.data().net.refusal_note(cx.tool) {
+                let (WitToolError::InvalidInput(m) | WitToolError::Denied(m) | WitToolError::Failed(m)) = &mut err;
+                m.push('\n');
+                m.push_str(&note);
+            }
+            Ok(Returned::Call(Err(err)))
+        }
         Ok(Ok(returned)) => Ok(returned),
         Ok(Err(err)) => Err(classify(&err, instance.store.data(), cx.tool, cx.limits)),
     }

@@ -34,6 +34,7 @@ mod event;
 mod hooks;
 mod invoke;
 mod loader;
+mod net;
 mod outcome;
 mod permission;
 mod pipeline;

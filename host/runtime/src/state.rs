@@ -4,7 +4,8 @@
 use crate::bindings::{HostImports, TypesHost};
 use crate::capture::CapturePipe;
 use crate::event::{Event, EventSink};
-use std::collections::BTreeMap;
+use crate::net::{GuardedLookup, NetAccess};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
@@ -67,10 +68,20 @@ pub(crate) struct HostState {
     pub stderr: CapturePipe,
     pub interrupt: Option<Interrupt>,
     pub progress_sent: u32,
+    /// What the call may reach over the network (shared with the socket address check).
+    pub net: Arc<NetAccess>,
+    /// Open name lookups: resource rep → the name being resolved.
+    lookups: HashMap<u32, String>,
 }
 
 impl HostState {
-    pub(crate) fn new(wasi: WasiCtx, env: CallEnv, max_memory: usize, stderr: CapturePipe) -> Self {
+    pub(crate) fn new(
+        wasi: WasiCtx,
+        net: Arc<NetAccess>,
+        env: CallEnv,
+        max_memory: usize,
+        stderr: CapturePipe,
+    ) -> Self {
         HostState {
             wasi,
             table: ResourceTable::new(),
@@ -79,6 +90,17 @@ impl HostState {
             stderr,
             interrupt: None,
             progress_sent: 0,
+            net,
+            lookups: HashMap::new(),
+        }
+    }
+
+    /// The guarded `wasi:sockets/ip-name-lookup` view (see net.rs).
+    pub(crate) fn lookup(&mut self) -> GuardedLookup<'_> {
+        GuardedLookup {
+            inner: wasmtime_wasi::sockets::WasiSocketsCtxView { ctx: self.wasi.sockets(), table: &mut self.table },
+            net: &self.net,
+            streams: &mut self.lookups,
         }
     }
 }

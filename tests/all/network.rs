@@ -1,0 +1,208 @@
+//! Network as a capability, against real servers on loopback started by each test: a call
+//! reaches exactly what its `net` grant names. Other ports, other hosts, IP literals, names
+//! that were not granted (refused before any lookup) and redirects to other hosts are refused
+//! with the WASI error `access-denied`, and the result names the refused host; without a grant
+//! there is no network at all.
+
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use toolhost::{OutcomeKind, Runtime, Session, ToolResult, ToolSource};
+use toolhost_tests::{call, config, guests, runtime, workspace};
+
+/// A loopback server answering every connection with `respond(request head)`, counting them.
+struct Server {
+    port: u16,
+    hits: Arc<AtomicUsize>,
+}
+
+impl Server {
+    /// `respond` gets the request head (empty for `greeter`s, which do not wait for one).
+    fn start(read_request: bool, respond: impl Fn(&str) -> String + Send + 'static) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().unwrap().port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = hits.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                counter.fetch_add(1, Ordering::SeqCst);
+                let mut head = String::new();
+                if read_request {
+                    let mut buf = [0u8; 4096];
+                    while !head.contains("\r\n\r\n") {
+                        match conn.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => head.push_str(&String::from_utf8_lossy(&buf[..n])),
+                        }
+                    }
+                }
+                let _ = conn.write_all(respond(&head).as_bytes());
+            }
+        });
+        Server { port, hits }
+    }
+
+    /// Says `hello from PORT` and closes.
+    fn greeter() -> Server {
+        let slot = Arc::new(std::sync::OnceLock::new());
+        let s = slot.clone();
+        let server = Server::start(false, move |_| format!("hello from {}", s.get().unwrap_or(&0)));
+        slot.set(server.port).unwrap();
+        server
+    }
+
+    /// An HTTP/1.0 server: `/` answers 200 with `body`, anything else 404.
+    fn http(body: &'static str) -> Server {
+        Server::start(true, move |head| {
+            if head.starts_with("GET / ") {
+                format!("HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+            } else {
+                "HTTP/1.0 404 Not Found\r\n\r\n".into()
+            }
+        })
+    }
+
+    /// Redirects every request to `location`.
+    fn redirect(location: String) -> Server {
+        Server::start(true, move |_| format!("HTTP/1.0 302 Found\r\nLocation: {location}\r\n\r\n"))
+    }
+
+    fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+/// A runtime with the Net guest granted `net` (no `[tools.Net]` entry at all for `None`).
+async fn net_runtime(ws: &std::path::Path, net: Option<&[String]>) -> Runtime {
+    let toml = match net {
+        Some(net) => format!("[tools.Net]\ngrant = {{ net = {} }}\n", serde_json::to_string(net).unwrap()),
+        None => String::new(),
+    };
+    runtime(ws, config(&toml), vec![ToolSource::bytes("net.wasm", guests::NET)]).await
+}
+
+async fn net(rt: &Runtime, input: Value) -> ToolResult {
+    call(rt, &Session::new(), "Net", input).await
+}
+
+fn ok(result: &ToolResult) -> String {
+    assert!(!result.is_error, "expected success, got {result:?}");
+    result.text()
+}
+
+/// Refused by the sandbox with `access-denied`, the result naming what was refused.
+fn denied(result: &ToolResult, refused: &str) {
+    assert!(result.is_error, "expected a refusal, got {result:?}");
+    assert_eq!(result.outcome, OutcomeKind::Denied, "{result:?}");
+    let text = result.text();
+    assert!(text.contains("access-denied"), "not the sandbox's refusal: {result:?}");
+    assert!(text.contains(&format!("refused network access to {refused}")), "the refused host is not named: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn granted_address_and_port_connect() {
+    let ws = workspace();
+    let server = Server::greeter();
+    let rt = net_runtime(ws.path(), Some(&[format!("127.0.0.1:{}", server.port)])).await;
+    let r = net(&rt, json!({"op": "tcp_connect", "host": "127.0.0.1", "port": server.port})).await;
+    assert_eq!(ok(&r), format!("connected; read: hello from {}", server.port));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_port_is_refused() {
+    let ws = workspace();
+    let (granted, other) = (Server::greeter(), Server::greeter());
+    let rt = net_runtime(ws.path(), Some(&[format!("127.0.0.1:{}", granted.port)])).await;
+    let r = net(&rt, json!({"op": "tcp_connect", "host": "127.0.0.1", "port": other.port})).await;
+    denied(&r, &format!("127.0.0.1:{}", other.port));
+    assert!(r.text().contains(&format!("net = [\"127.0.0.1:{}\"]", other.port)), "no grant suggested: {}", r.text());
+    assert_eq!(other.hits(), 0, "the refused server was reached");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_address_is_refused() {
+    let ws = workspace();
+    let server = Server::greeter();
+    let rt = net_runtime(ws.path(), Some(&[format!("127.0.0.2:{}", server.port)])).await;
+    let r = net(&rt, json!({"op": "tcp_connect", "host": "127.0.0.1", "port": server.port})).await;
+    denied(&r, &format!("127.0.0.1:{}", server.port));
+    assert_eq!(server.hits(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_granted_name_does_not_grant_its_address_literally() {
+    let ws = workspace();
+    let server = Server::greeter();
+    let rt = net_runtime(ws.path(), Some(&[format!("localhost:{}", server.port)])).await;
+    // The IP literal was never looked up through a granted name: refused.
+    let r = net(&rt, json!({"op": "tcp_connect", "host": "127.0.0.1", "port": server.port})).await;
+    denied(&r, &format!("127.0.0.1:{}", server.port));
+    assert_eq!(server.hits(), 0);
+    // Through the granted name, the same address is reachable (the lookup pins it).
+    let r = net(&rt, json!({"op": "tcp_connect", "host": "localhost", "port": server.port})).await;
+    assert_eq!(ok(&r), format!("connected; read: hello from {}", server.port));
+    // And the lookup does not open the address's other ports.
+    let other = Server::greeter();
+    let r = net(&rt, json!({"op": "tcp_connect", "host": "localhost", "port": other.port})).await;
+    denied(&r, &format!("localhost:{} (127.0.0.1:{})", other.port, other.port));
+    assert_eq!(other.hits(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lookup_of_a_name_not_granted_is_refused_before_resolving() {
+    let ws = workspace();
+    let rt = net_runtime(ws.path(), Some(&["localhost:8080".into()])).await;
+    let r = net(&rt, json!({"op": "resolve", "host": "localhost"})).await;
+    assert!(ok(&r).lines().any(|a| a == "127.0.0.1"), "{r:?}");
+    // `.invalid` never resolves: a resolver error (NameUnresolvable) would mean it was tried.
+    let r = net(&rt, json!({"op": "resolve", "host": "example.invalid"})).await;
+    denied(&r, "example.invalid");
+    assert!(r.text().contains("resolving example.invalid: access-denied"), "{}", r.text());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_grant_means_no_network_not_even_dns() {
+    let ws = workspace();
+    let server = Server::greeter();
+    let rt = net_runtime(ws.path(), None).await;
+    let r = net(&rt, json!({"op": "tcp_connect", "host": "127.0.0.1", "port": server.port})).await;
+    assert_eq!(r.outcome, OutcomeKind::Denied, "{r:?}");
+    assert!(r.text().contains("access-denied"), "{}", r.text());
+    let r = net(&rt, json!({"op": "resolve", "host": "localhost"})).await;
+    denied(&r, "localhost");
+    assert_eq!(server.hits(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http_get_of_a_granted_host_succeeds() {
+    let ws = workspace();
+    let server = Server::http("<p>hello over http</p>");
+    let rt = net_runtime(ws.path(), Some(&[format!("localhost:{}", server.port)])).await;
+    let url = format!("http://localhost:{}/", server.port);
+    let text = ok(&net(&rt, json!({"op": "http_get", "url": url})).await);
+    assert!(text.contains("200 OK") && text.ends_with("<p>hello over http</p>"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_redirect_hop_is_checked() {
+    let ws = workspace();
+    let target = Server::http("landed");
+    let hop = Server::redirect(format!("http://127.0.0.1:{}/", target.port));
+    let url = format!("http://127.0.0.1:{}/start", hop.port);
+
+    // Only the first hop granted: the redirect to another port is refused.
+    let rt = net_runtime(ws.path(), Some(&[format!("127.0.0.1:{}", hop.port)])).await;
+    let r = net(&rt, json!({"op": "http_get", "url": url})).await;
+    denied(&r, &format!("127.0.0.1:{}", target.port));
+    assert_eq!((hop.hits(), target.hits()), (1, 0));
+
+    // Both granted: the guest follows it.
+    let grants = [format!("127.0.0.1:{}", hop.port), format!("127.0.0.1:{}", target.port)];
+    let rt = net_runtime(ws.path(), Some(&grants)).await;
+    let text = ok(&net(&rt, json!({"op": "http_get", "url": url})).await);
+    assert!(text.contains("302 Found") && text.ends_with("landed"), "{text}");
+    assert_eq!(target.hits(), 1);
+}
