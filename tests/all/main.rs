@@ -5,6 +5,7 @@ mod batch;
 mod cli;
 mod config;
 mod default_tools;
+mod guests_lang;
 mod hooks;
 mod limits;
 mod load;

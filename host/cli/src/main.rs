@@ -36,6 +36,8 @@ enum Command {
     Inspect(commands::inspect::InspectCommand),
     /// Check a config file: every error at once, with file, line and column.
     Config(commands::config::ConfigCommand),
+    /// Create a tool project (Rust, Python, JavaScript or C) that builds and runs out of the box.
+    New(commands::new::NewCommand),
     /// Serve the tools over the Model Context Protocol (stdio, or streamable HTTP with --http).
     Mcp(commands::mcp::McpCommand),
 }
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
             Command::Call(c) => c.execute(&cli.global).await,
             Command::Inspect(c) => c.execute(&cli.global).await,
             Command::Config(c) => c.execute(&cli.global).await,
+            Command::New(c) => c.execute(&cli.global).await,
             Command::Run(c) => c.execute(&cli.global).await,
             Command::Mcp(c) => c.execute(&cli.global).await,
         }

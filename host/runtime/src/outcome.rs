@@ -143,7 +143,12 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, tool: &str, lim
                 format!("Tool {tool} overflowed its stack (unbounded recursion?).{}", tail_note(&stderr)),
             ),
             other => match panic_message(&stderr) {
-                Some(msg) => Failure::new(OutcomeKind::Panic, format!("Tool {tool} panicked: {msg}")),
+                // What the guest printed before the panic (e.g. a Python traceback, where the
+                // panic line itself only says that an exception escaped) is kept too.
+                Some(msg) => Failure::new(
+                    OutcomeKind::Panic,
+                    format!("Tool {tool} panicked: {msg}{}", tail_note(before_panic(&stderr))),
+                ),
                 None => Failure::new(OutcomeKind::Trap, format!("Tool {tool} trapped: {other}.{}", tail_note(&stderr))),
             },
         };
@@ -172,6 +177,13 @@ pub(crate) fn panic_message(stderr: &str) -> Option<String> {
     Some(if message.is_empty() { format!("(no message) at {location}") } else { format!("{message} (at {location})") })
 }
 
+/// The text a guest wrote to stderr before its last panic line.
+fn before_panic(stderr: &str) -> &str {
+    let Some(at) = stderr.rfind("panicked at ") else { return "" };
+    let line_start = stderr[..at].rfind('\n').map_or(0, |i| i + 1);
+    &stderr[..line_start]
+}
+
 fn tail_note(stderr: &str) -> String {
     let stderr = stderr.trim();
     if stderr.is_empty() {
@@ -198,5 +210,8 @@ mod tests {
         let multi = "x\nthread 'main' panicked at a.rs:1:1:\nline one\nline two\n";
         assert_eq!(panic_message(multi).unwrap(), "line one\nline two (at a.rs:1:1)");
         assert!(panic_message("Traceback (most recent call last)").is_none());
+        let py = "Traceback (most recent call last):\n  File \"app.py\", line 3\nValueError: bad row\nthread '<unnamed>' panicked at src/lib.rs:1:1:\nPython function threw an unexpected exception\n";
+        assert!(before_panic(py).ends_with("ValueError: bad row\n"), "{:?}", before_panic(py));
+        assert_eq!(before_panic(s), "");
     }
 }

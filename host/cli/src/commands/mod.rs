@@ -5,4 +5,5 @@ pub mod config;
 pub mod inspect;
 pub mod list;
 pub mod mcp;
+pub mod new;
 pub mod run;
