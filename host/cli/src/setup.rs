@@ -250,7 +250,8 @@ pub fn cancel_on_signal() -> tokio_util::sync::CancellationToken {
     token
 }
 
-fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
+/// Every `*.wasm` file in `dir`, sorted: the tools of a `--tools DIR`.
+pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("--tools {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -87,6 +87,18 @@ impl EffectiveGrant {
     }
 }
 
+/// The directories of a ceiling, resolved against `workspace`, with whether each is writable.
+fn ceiling_dirs(ceiling: &[Capability], workspace: &Path) -> Vec<(PathBuf, bool)> {
+    ceiling
+        .iter()
+        .filter_map(|c| match c {
+            Capability::FsRead(p) => Some((resolve(p, workspace), false)),
+            Capability::FsWrite(p) => Some((resolve(p, workspace), true)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Intersect a tool's ceiling with the operator's grant. Relative paths on either side are
 /// relative to `workspace`.
 ///
@@ -94,14 +106,7 @@ impl EffectiveGrant {
 /// workspace; granting the workspace to a tool whose ceiling is `/` yields the workspace; two
 /// unrelated trees yield nothing. A directory is writable only if both sides allow writes.
 pub fn effective_grant(ceiling: &[Capability], grant: &Grant, workspace: &Path) -> EffectiveGrant {
-    let ceiling_dirs: Vec<(PathBuf, bool)> = ceiling
-        .iter()
-        .filter_map(|c| match c {
-            Capability::FsRead(p) => Some((resolve(p, workspace), false)),
-            Capability::FsWrite(p) => Some((resolve(p, workspace), true)),
-            _ => None,
-        })
-        .collect();
+    let ceiling_dirs = ceiling_dirs(ceiling, workspace);
     let grant_dirs = grant
         .fs_read
         .iter()
@@ -161,14 +166,7 @@ pub fn effective_grant(ceiling: &[Capability], grant: &Grant, workspace: &Path) 
 /// assert_eq!(excess, [r#"fs_write "." (/w): the ceiling allows only fs_read of /"#]);
 /// ```
 pub fn grant_excess(ceiling: &[Capability], grant: &Grant, workspace: &Path) -> Vec<String> {
-    let ceiling_dirs: Vec<(PathBuf, bool)> = ceiling
-        .iter()
-        .filter_map(|c| match c {
-            Capability::FsRead(p) => Some((resolve(p, workspace), false)),
-            Capability::FsWrite(p) => Some((resolve(p, workspace), true)),
-            _ => None,
-        })
-        .collect();
+    let ceiling_dirs = ceiling_dirs(ceiling, workspace);
     let dirs_allowed = if ceiling_dirs.is_empty() {
         "the ceiling allows no file access".to_string()
     } else {

@@ -52,9 +52,7 @@ impl Runtime {
         tool_use: &ToolUse,
         cancel: &CancellationToken,
     ) -> ToolResult {
-        let (result, updates) = self.run_one(tool_use, session.snapshot(), Access::Granted, cancel).await;
-        session.apply(updates);
-        result
+        self.call_with(session, tool_use, Access::Granted, cancel).await
     }
 
     /// [`Runtime::call_cancellable`] for a call that runs beside other concurrency-safe calls
@@ -67,7 +65,17 @@ impl Runtime {
         tool_use: &ToolUse,
         cancel: &CancellationToken,
     ) -> ToolResult {
-        let (result, updates) = self.run_one(tool_use, session.snapshot(), Access::ReadOnly, cancel).await;
+        self.call_with(session, tool_use, Access::ReadOnly, cancel).await
+    }
+
+    async fn call_with(
+        &self,
+        session: &Session,
+        tool_use: &ToolUse,
+        access: Access,
+        cancel: &CancellationToken,
+    ) -> ToolResult {
+        let (result, updates) = self.run_one(tool_use, session.snapshot(), access, cancel).await;
         session.apply(updates);
         result
     }
@@ -135,7 +143,8 @@ impl Runtime {
     ) -> (ToolResult, Updates) {
         let id = &tool_use.id;
         let name = &tool.info.name;
-        let mut input_value = tool_use.input.clone();
+        // Borrowed unless a PreToolUse hook rewrites it: inputs may be large, calls many.
+        let mut input_value = std::borrow::Cow::Borrowed(&tool_use.input);
         let mut input = match self.checked(tool, tool_use, &context, cancel, &input_value, "").await {
             Ok(input) => input,
             Err(result) => return (result, Vec::new()),
@@ -154,7 +163,7 @@ impl Runtime {
                 Ok(input) => input,
                 Err(result) => return (with_notes(result, &notes), Vec::new()),
             };
-            input_value = updated;
+            input_value = std::borrow::Cow::Owned(updated);
         }
 
         // 6. Permission.

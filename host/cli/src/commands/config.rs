@@ -6,7 +6,7 @@ use crate::setup::{self, GlobalArgs};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use toolhost::policy::{Capability, Config, ConfigError, grant_excess};
 use toolhost::{EngineOptions, ToolEngine, ToolSource};
 
@@ -168,7 +168,7 @@ async fn find_tools(
         }
     }
     for dir in &global.tools {
-        for file in wasm_files(dir)? {
+        for file in crate::setup::wasm_files(dir)? {
             let source = match ToolSource::file(&file) {
                 Ok(s) => s,
                 Err(e) => {
@@ -208,17 +208,6 @@ async fn find_tools(
         }
     }
     Ok(tools)
-}
-
-/// Every `*.wasm` file in `dir`, sorted (as `setup::load` reads `--tools`).
-fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("--tools {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-        .collect();
-    files.sort();
-    Ok(files)
 }
 
 /// `1 error`, `3 errors`.
