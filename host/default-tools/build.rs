@@ -9,6 +9,7 @@ const TOOLS: &[(&str, &str)] = &[
     ("Glob", "tool-glob"),
     ("Grep", "tool-grep"),
     ("LS", "tool-ls"),
+    ("WebFetch", "tool-webfetch"),
 ];
 
 fn main() {

@@ -10,7 +10,7 @@ use std::process::{Command, Output, Stdio};
 use toolhost_tests::cli::{assert_exit, binary, cache_dir, run, run_with_stdin, stderr, stdout};
 use toolhost_tests::workspace;
 
-const DEFAULT_TOOLS: [&str; 6] = ["Edit", "Glob", "Grep", "LS", "Read", "Write"];
+const DEFAULT_TOOLS: [&str; 7] = ["Edit", "Glob", "Grep", "LS", "Read", "WebFetch", "Write"];
 
 fn json_out(o: &Output) -> Value {
     serde_json::from_str(&stdout(o))

@@ -172,3 +172,82 @@ fn list_shows_the_default_grant_the_ceiling_cut_and_refuses_a_config_grant_beyon
     let write = section("Write");
     assert!(!write.contains("grant ("), "a grant that took effect as written is not repeated:\n{write}");
 }
+
+#[test]
+fn network_settings_are_checked_each_at_its_line() {
+    let ws = workspace();
+    fs::write(ws.path().join("notes.pem"), "not a certificate\n").unwrap();
+    let cfg = ws.path().join("toolhost.toml");
+    fs::write(
+        &cfg,
+        r#"[limits]
+max_response_bytes = 0
+connect_timeout_ms = 5000
+
+[tls]
+ca_files = ["missing.pem", "notes.pem"]
+
+[tools.WebFetch]
+grant = { net = ["docs.rs", "bad host", "x.com:99999"] }
+max_connections = 0
+
+[tools.Read]
+grant = { fs_read = ["."], net = ["docs.rs"] }
+"#,
+    )
+    .unwrap();
+    let o = run(ws.path(), &["config", "check"]);
+    assert_exit(&o, 2);
+    let f = "toolhost.toml";
+    let dir = ws.path().canonicalize().unwrap();
+    let want = [
+        format!("{f}:2:22: limits.max_response_bytes: must be at least 1, got 0"),
+        format!("{f}:6:13: tls.ca_files[0]: {}: ", dir.join("missing.pem").display()),
+        format!(
+            "{f}:6:28: tls.ca_files[1]: {}: no PEM certificate (`-----BEGIN CERTIFICATE-----`) in it",
+            dir.join("notes.pem").display()
+        ),
+        format!(
+            "{f}:9:9: tools.WebFetch.grant.net[1]: invalid network pattern \"bad host\": not a host name, IP address, \
+             `*.domain` or `*`"
+        ),
+        format!(
+            "{f}:9:9: tools.WebFetch.grant.net[2]: invalid network pattern \"x.com:99999\": the port is not a number \
+             from 0 to 65535"
+        ),
+        format!("{f}:10:19: tools.WebFetch.max_connections: must be at least 1, got 0"),
+        format!(
+            "{f}:13:9: tools.Read.grant: beyond the tool's ceiling: net \"docs.rs\": the ceiling allows no network"
+        ),
+        format!("7 errors in {f}"),
+    ];
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), want.len(), "one line per error, then the count:\n{err}");
+    for (line, want) in lines.iter().zip(&want) {
+        assert!(line.starts_with(want.as_str()), "want {want}…\ngot:\n{err}");
+    }
+}
+
+#[test]
+fn list_shows_network_ceilings_and_grants() {
+    let ws = workspace();
+    fs::write(ws.path().join("toolhost.toml"), "[tools.WebFetch]\ngrant = { net = [\"docs.rs\", \"*.python.org\"] }\n")
+        .unwrap();
+    let o = run(ws.path(), &["list", "--json"]);
+    assert_exit(&o, 0);
+    let listed: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let tools = listed["tools"].as_array().expect("a tools array");
+    let fetch = tools.iter().find(|t| t["name"] == "WebFetch").expect("WebFetch is listed");
+    assert_eq!(fetch["ceiling"], serde_json::json!(["net(*)"]), "{fetch}");
+    assert_eq!(fetch["grant"], serde_json::json!(["net(docs.rs)", "net(*.python.org)"]), "{fetch}");
+
+    // Without a grant, WebFetch has nothing.
+    fs::remove_file(ws.path().join("toolhost.toml")).unwrap();
+    let o = run(ws.path(), &["list"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    let section = text.split("\n\n").find(|s| s.starts_with("WebFetch ")).expect("WebFetch is listed");
+    assert!(section.contains("ceiling: net(*)"), "{section}");
+    assert!(!section.contains("granted: net"), "{section}");
+}

@@ -10,7 +10,7 @@ use toolhost::policy::Config;
 use toolhost::{OutcomeKind, Runtime, Session, ToolResult, ToolSource, ToolUse};
 use toolhost_tests::{call, default_runtime, runtime, workspace};
 
-/// A runtime over `ws` with only the named default tools (compiling all six for every test
+/// A runtime over `ws` with only the named default tools (compiling all of them for every test
 /// would cost more than the tests themselves).
 async fn with_tools(ws: &Path, names: &[&str]) -> Runtime {
     let sources = names
@@ -495,14 +495,14 @@ async fn ls_prints_a_tree_without_hidden_entries() {
 // Every default tool, through the whole runtime.
 
 #[tokio::test(flavor = "multi_thread")]
-async fn default_runtime_has_the_six_tools_and_answers_with_the_call_id() {
+async fn default_runtime_has_the_default_tools_and_answers_with_the_call_id() {
     let ws = workspace();
     write(ws.path(), "a.txt", "hi\n");
     let rt = default_runtime(ws.path()).await;
     let names: Vec<&str> = rt.tools().map(|t| t.info.name.as_str()).collect();
-    assert_eq!(names, ["Edit", "Glob", "Grep", "LS", "Read", "Write"]);
+    assert_eq!(names, ["Edit", "Glob", "Grep", "LS", "Read", "WebFetch", "Write"]);
     for t in rt.tools() {
-        let read_only = matches!(t.info.name.as_str(), "Read" | "Glob" | "Grep" | "LS");
+        let read_only = matches!(t.info.name.as_str(), "Read" | "Glob" | "Grep" | "LS" | "WebFetch");
         assert_eq!(t.info.read_only, read_only, "{}", t.info.name);
     }
 

@@ -7,6 +7,7 @@ mod config;
 mod default_tools;
 mod guests_lang;
 mod hooks;
+mod http;
 mod limits;
 mod load;
 mod mcp;

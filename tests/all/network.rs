@@ -5,75 +5,9 @@
 //! there is no network at all.
 
 use serde_json::{Value, json};
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use toolhost::{OutcomeKind, Runtime, Session, ToolResult, ToolSource};
+use toolhost_tests::server::Server;
 use toolhost_tests::{call, config, guests, runtime, workspace};
-
-/// A loopback server answering every connection with `respond(request head)`, counting them.
-struct Server {
-    port: u16,
-    hits: Arc<AtomicUsize>,
-}
-
-impl Server {
-    /// `respond` gets the request head (empty for `greeter`s, which do not wait for one).
-    fn start(read_request: bool, respond: impl Fn(&str) -> String + Send + 'static) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().unwrap().port();
-        let hits = Arc::new(AtomicUsize::new(0));
-        let counter = hits.clone();
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { continue };
-                counter.fetch_add(1, Ordering::SeqCst);
-                let mut head = String::new();
-                if read_request {
-                    let mut buf = [0u8; 4096];
-                    while !head.contains("\r\n\r\n") {
-                        match conn.read(&mut buf) {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => head.push_str(&String::from_utf8_lossy(&buf[..n])),
-                        }
-                    }
-                }
-                let _ = conn.write_all(respond(&head).as_bytes());
-            }
-        });
-        Server { port, hits }
-    }
-
-    /// Says `hello from PORT` and closes.
-    fn greeter() -> Server {
-        let slot = Arc::new(std::sync::OnceLock::new());
-        let s = slot.clone();
-        let server = Server::start(false, move |_| format!("hello from {}", s.get().unwrap_or(&0)));
-        slot.set(server.port).unwrap();
-        server
-    }
-
-    /// An HTTP/1.0 server: `/` answers 200 with `body`, anything else 404.
-    fn http(body: &'static str) -> Server {
-        Server::start(true, move |head| {
-            if head.starts_with("GET / ") {
-                format!("HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}", body.len())
-            } else {
-                "HTTP/1.0 404 Not Found\r\n\r\n".into()
-            }
-        })
-    }
-
-    /// Redirects every request to `location`.
-    fn redirect(location: String) -> Server {
-        Server::start(true, move |_| format!("HTTP/1.0 302 Found\r\nLocation: {location}\r\n\r\n"))
-    }
-
-    fn hits(&self) -> usize {
-        self.hits.load(Ordering::SeqCst)
-    }
-}
 
 /// A runtime with the Net guest granted `net` (no `[tools.Net]` entry at all for `None`).
 async fn net_runtime(ws: &std::path::Path, net: Option<&[String]>) -> Runtime {

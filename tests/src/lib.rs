@@ -2,6 +2,7 @@
 //! test guests built by `build.rs`, temporary workspaces, runtimes with chosen tools.
 
 pub mod cli;
+pub mod server;
 
 use std::path::Path;
 use std::sync::OnceLock;

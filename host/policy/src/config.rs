@@ -46,6 +46,9 @@ pub struct Config {
     /// Command hooks.
     #[serde(default)]
     pub hooks: HooksConfig,
+    /// Which certificate authorities the tools' HTTPS requests trust.
+    #[serde(default)]
+    pub tls: TlsConfig,
     /// The text it was read from, so that errors found later (a grant beyond a tool's ceiling, a
     /// section for a tool that is not loaded) can point into it. `None` for a config built in code.
     #[serde(skip)]
@@ -91,6 +94,25 @@ impl PermissionsConfig {
     pub fn rules(&self) -> Rules {
         let parse = |v: &[Spanned<String>]| v.iter().filter_map(|r| r.get_ref().parse::<Rule>().ok()).collect();
         Rules { allow: parse(&self.allow), ask: parse(&self.ask), deny: parse(&self.deny) }
+    }
+}
+
+/// `[tls]`: root certificates for the tools' HTTPS requests (`wasi:http`).
+///
+/// The built-in roots are Mozilla's (the `webpki-roots` bundle), the same on every machine
+/// whatever the system's store holds. `ca_files` adds roots: an internal CA, or a test CA.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM files of extra root certificates, relative to the config file.
+    #[serde(default)]
+    pub ca_files: Vec<Spanned<PathBuf>>,
+}
+
+impl TlsConfig {
+    /// The extra root files (resolved against the config file's directory at parse time).
+    pub fn ca_files(&self) -> Vec<PathBuf> {
+        self.ca_files.iter().map(|f| f.get_ref().clone()).collect()
     }
 }
 
@@ -156,6 +178,14 @@ pub struct LimitsConfig {
     pub max_input_bytes: Option<Spanned<i64>>,
     /// See [`Limits::max_output_bytes`].
     pub max_output_bytes: Option<Spanned<i64>>,
+    /// See [`Limits::max_response_bytes`].
+    pub max_response_bytes: Option<Spanned<i64>>,
+    /// See [`Limits::connect_timeout_ms`].
+    pub connect_timeout_ms: Option<Spanned<i64>>,
+    /// See [`Limits::first_byte_timeout_ms`].
+    pub first_byte_timeout_ms: Option<Spanned<i64>>,
+    /// See [`Limits::max_connections`].
+    pub max_connections: Option<Spanned<i64>>,
 }
 
 /// `[tools.NAME]`: where a tool comes from, what it is granted, and its limits.
@@ -182,6 +212,14 @@ pub struct ToolConfig {
     pub max_input_bytes: Option<Spanned<i64>>,
     /// Per-tool output size cap.
     pub max_output_bytes: Option<Spanned<i64>>,
+    /// Per-tool HTTP response bytes.
+    pub max_response_bytes: Option<Spanned<i64>>,
+    /// Per-tool HTTP connect timeout.
+    pub connect_timeout_ms: Option<Spanned<i64>>,
+    /// Per-tool HTTP first-byte timeout.
+    pub first_byte_timeout_ms: Option<Spanned<i64>>,
+    /// Per-tool connection cap.
+    pub max_connections: Option<Spanned<i64>>,
 }
 
 /// A config error with its position.
@@ -312,6 +350,10 @@ impl LimitsConfig {
             ("max_stdio_bytes", &self.max_stdio_bytes),
             ("max_input_bytes", &self.max_input_bytes),
             ("max_output_bytes", &self.max_output_bytes),
+            ("max_response_bytes", &self.max_response_bytes),
+            ("connect_timeout_ms", &self.connect_timeout_ms),
+            ("first_byte_timeout_ms", &self.first_byte_timeout_ms),
+            ("max_connections", &self.max_connections),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
@@ -345,6 +387,18 @@ impl LimitsConfig {
         if let Some(v) = get(&self.max_output_bytes) {
             limits.max_output_bytes = v as usize;
         }
+        if let Some(v) = get(&self.max_response_bytes) {
+            limits.max_response_bytes = v;
+        }
+        if let Some(v) = get(&self.connect_timeout_ms) {
+            limits.connect_timeout_ms = v;
+        }
+        if let Some(v) = get(&self.first_byte_timeout_ms) {
+            limits.first_byte_timeout_ms = v;
+        }
+        if let Some(v) = get(&self.max_connections) {
+            limits.max_connections = v as usize;
+        }
     }
 }
 
@@ -360,6 +414,10 @@ impl ToolConfig {
             max_stdio_bytes: self.max_stdio_bytes.clone(),
             max_input_bytes: self.max_input_bytes.clone(),
             max_output_bytes: self.max_output_bytes.clone(),
+            max_response_bytes: self.max_response_bytes.clone(),
+            connect_timeout_ms: self.connect_timeout_ms.clone(),
+            first_byte_timeout_ms: self.first_byte_timeout_ms.clone(),
+            max_connections: self.max_connections.clone(),
         }
     }
 
@@ -391,6 +449,24 @@ fn check_document(text: &str, file: &Path, touch_fs: bool) -> (Config, Vec<Confi
             let what = if p.get_ref().exists() { "not a file" } else { "no such file" };
             let path = key_path(&key_path("tools", name), "path");
             checker.error(p.span().start, format!("{path}: {what}: {}", shown.display()));
+        }
+    }
+    for (i, f) in config.tls.ca_files.iter_mut().enumerate() {
+        if f.get_ref().is_relative() {
+            *f = Spanned::new(f.span(), base.join(f.get_ref()));
+        }
+        if touch_fs {
+            let problem = match std::fs::read_to_string(f.get_ref()) {
+                Err(e) => Some(e.to_string()),
+                Ok(pem) if !pem.contains("-----BEGIN CERTIFICATE-----") => {
+                    Some("no PEM certificate (`-----BEGIN CERTIFICATE-----`) in it".to_string())
+                }
+                Ok(_) => None,
+            };
+            if let Some(problem) = problem {
+                let shown = normalize(&std::path::absolute(f.get_ref()).unwrap_or_else(|_| f.get_ref().clone()));
+                checker.error(f.span().start, format!("tls.ca_files[{i}]: {}: {problem}", shown.display()));
+            }
         }
     }
 
@@ -542,6 +618,11 @@ impl Checker<'_> {
         for (name, tool) in &config.tools {
             let table = key_path("tools", name);
             self.limits(&tool.limits(), &table);
+            if let Some(grant) = &tool.grant {
+                for message in grant.get_ref().pattern_errors() {
+                    self.error(grant.span().start, format!("{table}.grant.{message}"));
+                }
+            }
             if let Some(sha) = &tool.sha256 {
                 let s = sha.get_ref();
                 if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {

@@ -31,7 +31,9 @@ mod path;
 mod permission;
 
 pub use capability::Capability;
-pub use config::{Config, ConfigError, HookConfig, HooksConfig, LimitsConfig, PermissionsConfig, ToolConfig};
+pub use config::{
+    Config, ConfigError, HookConfig, HooksConfig, LimitsConfig, PermissionsConfig, TlsConfig, ToolConfig,
+};
 pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant, grant_excess};
 pub use hook::HookMatcher;
 pub use limits::Limits;

@@ -23,6 +23,18 @@ pub struct Limits {
     pub max_output_bytes: usize,
     /// Calls that may run at once in one concurrency-safe batch. Default 10.
     pub max_concurrency: usize,
+    /// Bytes of HTTP response bodies one call may receive, over all its requests. Default
+    /// 10 MiB: past it, the body read fails with `HTTP-response-body-size`.
+    pub max_response_bytes: u64,
+    /// Longest wait to connect (name lookup, TCP and TLS handshakes) for one HTTP request.
+    /// Default 10 s. A guest may ask for less, never for more.
+    pub connect_timeout_ms: u64,
+    /// Longest wait for an HTTP response to start, and then for each later chunk of its body.
+    /// Default 15 s. A guest may ask for less, never for more.
+    pub first_byte_timeout_ms: u64,
+    /// HTTP connections one call may have open at once, and raw TCP connects it may make in
+    /// all (the sandbox cannot see a socket close). Default 8.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -36,6 +48,10 @@ impl Default for Limits {
             max_input_bytes: 1024 * 1024,
             max_output_bytes: 16 * 1024 * 1024,
             max_concurrency: 10,
+            max_response_bytes: 10 * 1024 * 1024,
+            connect_timeout_ms: 10_000,
+            first_byte_timeout_ms: 15_000,
+            max_connections: 8,
         }
     }
 }

@@ -128,6 +128,8 @@ fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     // All of WASI 0.2 is linked for every tool; what a call can reach is decided by the
     // WasiCtx built from its grant (no preopens, env or sockets unless granted).
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    // wasi:http too; every request is checked against the call's net grant (see http.rs).
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     // Name lookups are checked against the call's net grant before any resolution.
     crate::net::add_to_linker(&mut linker, HostState::lookup)?;
     crate::bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;

@@ -11,7 +11,7 @@ use crate::bindings::{Plugin, PluginPre, ToolOutput, ToolSchema, WitToolError};
 use crate::capabilities::wasi_ctx;
 use crate::capture::CapturePipe;
 use crate::engine::ToolEngine;
-use crate::net::NetAccess;
+use crate::net::{NetAccess, NetLimits};
 use crate::outcome::{Failure, OutcomeKind, classify};
 use crate::state::{CallEnv, HostState, Interrupt};
 use std::collections::BTreeMap;
@@ -36,6 +36,8 @@ pub(crate) enum Returned {
     IsConcurrencySafe(bool),
     Validate(Result<(), String>),
     Call(Result<ToolOutput, WitToolError>),
+    /// `call` failed after the call ran into a network limit (the message says which).
+    CallLimited(WitToolError),
 }
 
 /// Everything one invocation needs besides the export.
@@ -54,6 +56,8 @@ pub(crate) struct InvokeCtx<'a> {
     /// Cancelling it interrupts the guest at the next epoch tick (or at once if it is waiting
     /// in a host call).
     pub cancel: &'a CancellationToken,
+    /// The TLS settings of the call's HTTPS requests.
+    pub tls: &'a Arc<rustls::ClientConfig>,
 }
 
 /// An instance and its store.
@@ -105,11 +109,11 @@ fn new_instance(cx: &InvokeCtx<'_>) -> Result<Instance, Failure> {
     // Captured, capped, and never shown to the model except for stderr's tail in errors.
     let stdout = CapturePipe::new(cx.limits.max_stdio_bytes);
     let stderr = CapturePipe::new(cx.limits.max_stdio_bytes);
-    let net = Arc::new(NetAccess::new(cx.grant.map_or(&[][..], |g| &g.net)));
+    let net = Arc::new(NetAccess::new(cx.grant.map_or(&[][..], |g| &g.net), NetLimits::new(cx.limits)));
     let wasi = wasi_ctx(cx.grant, &net, cx.workspace, cx.env_vars, &stdout, &stderr)
         .map_err(|m| Failure::new(OutcomeKind::HostError, m))?;
     let max_memory = usize::try_from(cx.limits.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
-    let state = HostState::new(wasi, net, cx.call_env.clone(), max_memory, stderr);
+    let state = HostState::new(wasi, net, cx.tls.clone(), cx.call_env.clone(), max_memory, stderr);
     let mut store = Store::new(&cx.engine.engine, state);
     store.limiter(|s| &mut s.limiter);
     Ok(Instance { store, plugin: None })
@@ -170,14 +174,18 @@ async fn run(instance: &mut Instance, cx: &InvokeCtx<'_>, export: Export<'_>) ->
     match outcome {
         Err(_) => Err(Failure::timeout(cx.tool, cx.limits)),
         Ok(Ok(Returned::Call(Err(mut err)))) => {
-            // A tool that failed after the sandbox refused it network access: say which host
-            // was refused and which grant would allow it, whatever the tool itself reported.
-            if let Some(note) = instance.store.data().net.refusal_note(cx.tool) {
+            // A tool that failed after the sandbox refused it network access, or after a network
+            // limit stopped it: say which host, which grant would allow it, which limit,
+            // whatever the tool itself reported.
+            let net = &instance.store.data().net;
+            if let Some(note) = net.failure_note(cx.tool) {
                 let (WitToolError::InvalidInput(m) | WitToolError::Denied(m) | WitToolError::Failed(m)) = &mut err;
-                m.push('\n');
+                if !m.is_empty() {
+                    m.push('\n');
+                }
                 m.push_str(&note);
             }
-            Ok(Returned::Call(Err(err)))
+            Ok(if net.breached() { Returned::CallLimited(err) } else { Returned::Call(Err(err)) })
         }
         Ok(Ok(returned)) => Ok(returned),
         Ok(Err(err)) => Err(classify(&err, instance.store.data(), cx.tool, cx.limits)),

@@ -32,6 +32,7 @@ mod engine;
 mod error;
 mod event;
 mod hooks;
+mod http;
 mod invoke;
 mod loader;
 mod net;

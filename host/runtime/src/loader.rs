@@ -175,6 +175,8 @@ pub(crate) async fn read_schema(
         grant: None,
         pool: None,
         cancel: &CancellationToken::new(),
+        // No grant, so no request is ever sent; the shared default settings cost nothing.
+        tls: &crate::http::tls_config(&[]).map_err(|m| source.err(m))?,
     };
     let schema = match invoke(cx, Export::Schema).await {
         Ok(Returned::Schema(s)) => s,

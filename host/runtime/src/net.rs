@@ -17,13 +17,20 @@
 //!   only for the wildcard address and port 0 (the implicit bind of a connect); listening,
 //!   accepting and UDP stay off.
 //!
-//! Refusals reach the guest as the WASI socket error `access-denied`, and are remembered (see
-//! [`NetAccess::refusals`]) so that a failed call's result can say which host was refused.
+//! - **HTTP** (`wasi:http/outgoing-handler`): the host sends the request itself; see
+//!   http.rs, which asks [`NetAccess::http_allowed`] before any lookup or connection.
+//!
+//! Refusals reach the guest as the WASI socket error `access-denied` (or `HTTP-request-denied`),
+//! and are remembered (see [`NetAccess::refusals`]) so that a failed call's result can say which
+//! host was refused. The call's network limits ([`NetLimits`]) are counted here too, and each
+//! breach is remembered for the result ([`NetAccess::limit_note`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use toolhost_policy::NetPattern;
+use std::time::Duration;
+use toolhost_policy::{Limits, NetPattern, WEB_PORTS};
 use wasmtime::component::{HasData, Linker, Resource};
 use wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::{self as lookup, ResolveAddressStream};
 use wasmtime_wasi::p2::bindings::sockets::network::{self, ErrorCode, IpAddress, Network};
@@ -33,19 +40,97 @@ use wasmtime_wasi::sockets::{SocketAddrUse, WasiSocketsCtxView};
 /// Most refusals remembered per call (a guest looping on refused connects cannot grow it).
 const MAX_REFUSALS: usize = 16;
 
-/// What one call may reach over the network, and what it learned and was refused.
+/// The network limits of one call (see [`Limits`] for what each means).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NetLimits {
+    pub max_response_bytes: u64,
+    pub connect_timeout: Duration,
+    pub first_byte_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl NetLimits {
+    pub(crate) fn new(limits: &Limits) -> Self {
+        NetLimits {
+            max_response_bytes: limits.max_response_bytes,
+            connect_timeout: Duration::from_millis(limits.connect_timeout_ms),
+            first_byte_timeout: Duration::from_millis(limits.first_byte_timeout_ms),
+            max_connections: limits.max_connections,
+        }
+    }
+}
+
+impl Default for NetLimits {
+    fn default() -> Self {
+        NetLimits::new(&Limits::default())
+    }
+}
+
+/// A network limit a call ran into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Breach {
+    ResponseBytes(u64),
+    ConnectTimeout(Duration),
+    FirstByteTimeout(Duration),
+    Connections(usize),
+    SocketConnects(usize),
+}
+
+impl std::fmt::Display for Breach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Breach::ResponseBytes(n) => write!(f, "its HTTP response bodies passed {n} bytes (max_response_bytes)"),
+            Breach::ConnectTimeout(d) => {
+                write!(f, "connecting took longer than {} ms (connect_timeout_ms)", d.as_millis())
+            }
+            Breach::FirstByteTimeout(d) => write!(
+                f,
+                "the server sent nothing for {} ms while a response was awaited (first_byte_timeout_ms)",
+                d.as_millis()
+            ),
+            Breach::Connections(n) => {
+                write!(f, "it tried to have more than {n} HTTP connections open (max_connections)")
+            }
+            Breach::SocketConnects(n) => write!(f, "it tried to make more than {n} TCP connections (max_connections)"),
+        }
+    }
+}
+
+/// What one call may reach over the network, and what it learned, was refused and ran into.
 #[derive(Debug, Default)]
 pub(crate) struct NetAccess {
     patterns: Vec<NetPattern>,
+    limits: NetLimits,
     /// Addresses that granted names resolved to in this call, with those names.
     learned: Mutex<HashMap<IpAddr, BTreeSet<String>>>,
     /// What was refused, as `host` or `host:port`, first refusals first.
     refused: Mutex<Vec<String>>,
+    /// HTTP connections open now.
+    open_http: AtomicUsize,
+    /// Raw TCP connects allowed so far.
+    socket_connects: AtomicUsize,
+    /// Response body bytes received so far, over every request.
+    body_bytes: AtomicU64,
+    /// Limits run into, first first.
+    breaches: Mutex<Vec<Breach>>,
+    /// Why requests failed on the host's side (a TLS certificate not trusted, a name that did
+    /// not resolve): the guest sees only an error code, the model gets these sentences.
+    failures: Mutex<Vec<String>>,
+}
+
+/// Holds one of a call's HTTP connection slots; dropping it frees the slot.
+pub(crate) struct ConnectionSlot(Arc<NetAccess>);
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.open_http.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl NetAccess {
-    /// From a grant's patterns. A pattern that does not parse grants nothing (and is logged).
-    pub(crate) fn new(grant: &[String]) -> Self {
+    /// From a grant's patterns and the call's limits. A pattern that does not parse grants
+    /// nothing (and is logged; loading refuses a config that holds one).
+    pub(crate) fn new(grant: &[String], limits: NetLimits) -> Self {
         let patterns = grant
             .iter()
             .filter_map(|p| match p.parse::<NetPattern>() {
@@ -56,7 +141,81 @@ impl NetAccess {
                 }
             })
             .collect();
-        NetAccess { patterns, ..NetAccess::default() }
+        NetAccess { patterns, limits, ..NetAccess::default() }
+    }
+
+    pub(crate) fn limits(&self) -> NetLimits {
+        self.limits
+    }
+
+    /// Whether an HTTP request to `host:port` may be sent. `host` is the URI's host (a name,
+    /// an IPv4 address or a bracketed IPv6 address).
+    pub(crate) fn http_allowed(&self, host: &str, port: u16) -> bool {
+        let ok = self.patterns.iter().any(|p| p.matches(host, port));
+        if !ok {
+            // A web port needs no port in the grant that would allow it.
+            let shown = if WEB_PORTS.contains(&port) { host.to_string() } else { format!("{host}:{port}") };
+            self.refuse(shown);
+        }
+        ok
+    }
+
+    /// Take an HTTP connection slot, or record the breach and return `None` when the call
+    /// already has `max_connections` open.
+    pub(crate) fn open_connection(self: &Arc<Self>) -> Option<ConnectionSlot> {
+        let before = self.open_http.fetch_add(1, Ordering::AcqRel);
+        if before >= self.limits.max_connections {
+            self.open_http.fetch_sub(1, Ordering::AcqRel);
+            self.breach(Breach::Connections(self.limits.max_connections));
+            return None;
+        }
+        Some(ConnectionSlot(self.clone()))
+    }
+
+    /// Count `n` more response body bytes; `false` (and the breach recorded) once the call's
+    /// total passes `max_response_bytes`.
+    pub(crate) fn take_body_bytes(&self, n: u64) -> bool {
+        let total = self.body_bytes.fetch_add(n, Ordering::AcqRel).saturating_add(n);
+        let ok = total <= self.limits.max_response_bytes;
+        if !ok {
+            self.breach(Breach::ResponseBytes(self.limits.max_response_bytes));
+        }
+        ok
+    }
+
+    /// Remember a limit the call ran into (each kind once).
+    pub(crate) fn breach(&self, breach: Breach) {
+        let mut breaches = self.breaches.lock().unwrap_or_else(|e| e.into_inner());
+        if !breaches.contains(&breach) {
+            breaches.push(breach);
+        }
+    }
+
+    /// Whether the call ran into any network limit.
+    pub(crate) fn breached(&self) -> bool {
+        !self.breaches.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    }
+
+    /// Remember why a request failed on the host's side.
+    pub(crate) fn fail(&self, why: String) {
+        let mut failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
+        if failures.len() < MAX_REFUSALS && !failures.contains(&why) {
+            failures.push(why);
+        }
+    }
+
+    /// The sentences a failed call's result gets about the network: refusals, limits, and
+    /// failures on the host's side; `None` when there is nothing to say.
+    pub(crate) fn failure_note(&self, tool: &str) -> Option<String> {
+        let breaches = self.breaches.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut parts: Vec<String> = self.refusal_note(tool).into_iter().collect();
+        if !breaches.is_empty() {
+            let each: Vec<String> = breaches.iter().map(ToString::to_string).collect();
+            parts.push(format!("The call ran into a network limit: {}.", each.join("; ")));
+        }
+        parts.extend(failures);
+        (!parts.is_empty()).then(|| parts.join("\n"))
     }
 
     /// Whether any network access is granted.
@@ -101,7 +260,17 @@ impl NetAccess {
     /// The `socket_addr_check` of the call's WASI context.
     pub(crate) fn check(&self, addr: SocketAddr, use_: SocketAddrUse) -> bool {
         match use_ {
-            SocketAddrUse::TcpConnect => self.connect_allowed(addr),
+            SocketAddrUse::TcpConnect => {
+                if !self.connect_allowed(addr) {
+                    return false;
+                }
+                let before = self.socket_connects.fetch_add(1, Ordering::AcqRel);
+                let ok = before < self.limits.max_connections;
+                if !ok {
+                    self.breach(Breach::SocketConnects(self.limits.max_connections));
+                }
+                ok
+            }
             // Connecting binds implicitly to the wildcard address first; that is all the
             // binding a client needs.
             SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
@@ -123,7 +292,7 @@ impl NetAccess {
 
     /// A sentence for a failed call's result naming the refused hosts and the grants that
     /// would allow them, or `None` if nothing was refused.
-    pub(crate) fn refusal_note(&self, tool: &str) -> Option<String> {
+    fn refusal_note(&self, tool: &str) -> Option<String> {
         let refused = self.refusals();
         if refused.is_empty() {
             return None;
@@ -252,7 +421,10 @@ mod tests {
 
     #[test]
     fn connects_are_pinned_to_granted_lookups() {
-        let net = NetAccess::new(&["localhost:8080".into(), "10.0.0.1:22".into(), "bad pattern".into()]);
+        let net = NetAccess::new(
+            &["localhost:8080".into(), "10.0.0.1:22".into(), "bad pattern".into()],
+            NetLimits::default(),
+        );
         let local = "127.0.0.1:8080".parse().unwrap();
         // Not looked up yet: an address is not a name.
         assert!(!net.connect_allowed(local));
@@ -269,6 +441,37 @@ mod tests {
         assert_eq!(
             net.refusals(),
             ["127.0.0.1:8080", "localhost:8081 (127.0.0.1:8081)", "10.0.0.2:22", "example.invalid"]
+        );
+        assert!(net.http_allowed("localhost", 8080));
+        assert!(!net.http_allowed("LOCALHOST", 443));
+        assert!(!net.http_allowed("10.0.0.1", 8080));
+        assert!(!net.breached());
+    }
+
+    #[test]
+    fn limits_are_counted_per_call() {
+        let limits = NetLimits { max_response_bytes: 10, max_connections: 2, ..NetLimits::default() };
+        let net = Arc::new(NetAccess::new(&["*".into()], limits));
+        let a = net.open_connection().expect("first slot");
+        let b = net.open_connection().expect("second slot");
+        assert!(net.open_connection().is_none());
+        drop(a);
+        let c = net.open_connection().expect("a freed slot is reused");
+        drop((b, c));
+        assert!(net.take_body_bytes(6));
+        assert!(net.take_body_bytes(4));
+        assert!(!net.take_body_bytes(1));
+        // Raw connects count in all: the sandbox cannot see a socket close.
+        let addr = "127.0.0.1:1".parse().unwrap();
+        assert!(net.check(addr, SocketAddrUse::TcpConnect));
+        assert!(net.check(addr, SocketAddrUse::TcpConnect));
+        assert!(!net.check(addr, SocketAddrUse::TcpConnect));
+        let note = net.failure_note("T").expect("breaches are noted");
+        assert_eq!(
+            note,
+            "The call ran into a network limit: it tried to have more than 2 HTTP connections open \
+             (max_connections); its HTTP response bodies passed 10 bytes (max_response_bytes); it tried to \
+             make more than 2 TCP connections (max_connections)."
         );
     }
 }

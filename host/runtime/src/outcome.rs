@@ -48,6 +48,9 @@ pub enum OutcomeKind {
     PermissionDenied,
     /// A PreToolUse hook blocked the call.
     HookBlocked,
+    /// The tool failed after running into one of its network limits (response bytes, a
+    /// connect or first-byte timeout, connections).
+    NetworkLimit,
 }
 
 impl OutcomeKind {
@@ -72,6 +75,7 @@ impl OutcomeKind {
             OutcomeKind::Interrupted => "interrupted",
             OutcomeKind::PermissionDenied => "permission_denied",
             OutcomeKind::HookBlocked => "hook_blocked",
+            OutcomeKind::NetworkLimit => "network_limit",
         }
     }
 }

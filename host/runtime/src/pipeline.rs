@@ -229,19 +229,8 @@ impl Runtime {
         let name = &tool.info.name;
         let output = match self.invoke(tool, tool_use, context, access, cancel, Export::Call(input)).await {
             Ok(Returned::Call(Ok(output))) => output,
-            Ok(Returned::Call(Err(e))) => {
-                let (kind, message) = match e {
-                    WitToolError::InvalidInput(m) => (OutcomeKind::InvalidInput, m),
-                    WitToolError::Denied(m) => (OutcomeKind::Denied, m),
-                    WitToolError::Failed(m) => (OutcomeKind::Failed, m),
-                };
-                let message = if message.trim().is_empty() {
-                    format!("Tool {name} failed ({kind}) without a message.")
-                } else {
-                    message
-                };
-                return (ToolResult::error(id, kind, message), Vec::new());
-            }
+            Ok(Returned::Call(Err(e))) => return (tool_error(id, name, e, false), Vec::new()),
+            Ok(Returned::CallLimited(e)) => return (tool_error(id, name, e, true), Vec::new()),
             Ok(_) => unreachable!("call returns a call result"),
             Err(f) => return (failure(id, f, "call"), Vec::new()),
         };
@@ -487,6 +476,7 @@ impl Runtime {
             },
             pool: Some(&tool.pure_pool),
             cancel,
+            tls: &self.tls,
         };
         invoke(cx, export).await
     }
@@ -543,4 +533,18 @@ fn tool_response(result: &ToolResult) -> Value {
         [ContentBlock::Text { text }] => Value::String(text.clone()),
         blocks => serde_json::to_value(blocks).unwrap_or(Value::Null),
     }
+}
+
+/// The result of a `call` that returned `tool-error`: its kind from the variant, or
+/// `network_limit` when a network limit stopped the call (`limited`).
+fn tool_error(id: &str, name: &str, error: WitToolError, limited: bool) -> ToolResult {
+    let (kind, message) = match error {
+        WitToolError::InvalidInput(m) => (OutcomeKind::InvalidInput, m),
+        WitToolError::Denied(m) => (OutcomeKind::Denied, m),
+        WitToolError::Failed(m) => (OutcomeKind::Failed, m),
+    };
+    let kind = if limited { OutcomeKind::NetworkLimit } else { kind };
+    let message =
+        if message.trim().is_empty() { format!("Tool {name} failed ({kind}) without a message.") } else { message };
+    ToolResult::error(id, kind, message)
 }

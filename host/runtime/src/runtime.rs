@@ -153,7 +153,8 @@ impl RuntimeBuilder {
     /// # Errors
     ///
     /// [`Error::Workspace`] if the workspace does not exist; [`Error::Engine`] if the engine
-    /// cannot be built.
+    /// cannot be built; [`Error::Config`] if a `[tls] ca_files` entry is unreadable or holds
+    /// no certificate.
     pub fn build(self) -> Result<Runtime> {
         let ws = self.workspace.unwrap_or_else(|| PathBuf::from("."));
         let workspace = ws.canonicalize().map_err(|e| Error::Workspace { path: ws.clone(), message: e.to_string() })?;
@@ -187,7 +188,15 @@ impl RuntimeBuilder {
             ..Permissions::default()
         };
         let command_hooks = CommandHooks::from_config(&self.config.hooks, workspace.clone());
+        let mut extra_roots = Vec::new();
+        for file in self.config.tls.ca_files() {
+            let pem = std::fs::read(&file)
+                .map_err(|e| Error::Config(format!("tls.ca_files: cannot read {}: {e}", file.display())))?;
+            extra_roots.push((file.display().to_string(), pem));
+        }
+        let tls = crate::http::tls_config(&extra_roots).map_err(|e| Error::Config(format!("tls.ca_files: {e}")))?;
         Ok(Runtime {
+            tls,
             engine,
             permissions,
             command_hooks,
@@ -228,6 +237,8 @@ pub struct Runtime {
     pub(crate) decider: Option<Arc<dyn PermissionDecider>>,
     /// Hooks' `session_id`: one per runtime.
     pub(crate) session_id: String,
+    /// The TLS settings of the tools' HTTPS requests (roots: Mozilla's and `[tls] ca_files`).
+    pub(crate) tls: Arc<rustls::ClientConfig>,
 }
 
 /// A number per runtime built in this process, for session ids.
@@ -313,6 +324,12 @@ impl Runtime {
         // An explicit grant beyond the ceiling is a config mistake, not something to trim
         // silently: the operator believes the tool has what it cannot get.
         if let Some(grant) = tool_config.and_then(|t| t.grant()) {
+            if let Some(message) = grant.pattern_errors().first() {
+                return Err(Error::Load {
+                    origin: source.origin.to_string(),
+                    message: self.config.tool_error(&name, &format!("grant.{message}")).to_string(),
+                });
+            }
             let excess = grant_excess(&info.capabilities, grant, &self.workspace);
             if !excess.is_empty() {
                 return Err(Error::Load {

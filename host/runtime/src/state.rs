@@ -4,12 +4,14 @@
 use crate::bindings::{HostImports, TypesHost};
 use crate::capture::CapturePipe;
 use crate::event::{Event, EventSink};
+use crate::http::HttpHooks;
 use crate::net::{GuardedLookup, NetAccess};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// Longest progress message passed on, and how many one call may send: a tool cannot flood
 /// the terminal (or an MCP client) through `host.progress`.
@@ -72,12 +74,16 @@ pub(crate) struct HostState {
     pub net: Arc<NetAccess>,
     /// Open name lookups: resource rep → the name being resolved.
     lookups: HashMap<u32, String>,
+    http: WasiHttpCtx,
+    /// Sends the call's `wasi:http` requests, checked against `net` (see http.rs).
+    http_hooks: HttpHooks,
 }
 
 impl HostState {
     pub(crate) fn new(
         wasi: WasiCtx,
         net: Arc<NetAccess>,
+        tls: Arc<rustls::ClientConfig>,
         env: CallEnv,
         max_memory: usize,
         stderr: CapturePipe,
@@ -90,8 +96,10 @@ impl HostState {
             stderr,
             interrupt: None,
             progress_sent: 0,
+            http_hooks: HttpHooks { net: net.clone(), tls },
             net,
             lookups: HashMap::new(),
+            http: WasiHttpCtx::new(),
         }
     }
 
@@ -108,6 +116,12 @@ impl HostState {
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for HostState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.http_hooks }
     }
 }
 

@@ -7,6 +7,10 @@
 //!   first), read what the server sends until it closes.
 //! - `http_get`: a minimal HTTP/1.0 GET of `url` (`http://host:port/path`) over a socket,
 //!   following up to 5 redirects itself: every hop is looked up and connected anew.
+//! - `wasi_http`: GET `url` (http or https) through `wasi:http/outgoing-handler`, following up
+//!   to 5 redirects (each a new request), with the optional `connect_timeout_ms` and
+//!   `first_byte_timeout_ms` request options; `parallel` sends that many requests at once and
+//!   waits for all (each response kept open until every one has come).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -25,6 +29,7 @@ enum Op {
     Resolve,
     TcpConnect,
     HttpGet,
+    WasiHttp,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -33,6 +38,9 @@ struct Input {
     host: Option<String>,
     port: Option<u16>,
     url: Option<String>,
+    connect_timeout_ms: Option<u64>,
+    first_byte_timeout_ms: Option<u64>,
+    parallel: Option<u32>,
 }
 
 struct Net;
@@ -132,6 +140,131 @@ fn parse_url(url: &str) -> Result<(String, u16, String), ToolError> {
     Ok((host.to_string(), port, path.to_string()))
 }
 
+mod web {
+    //! The `wasi_http` op.
+
+    use super::ToolError;
+    use wasip2::http::outgoing_handler::{self, FutureIncomingResponse};
+    use wasip2::http::types::{
+        ErrorCode, Fields, IncomingBody, IncomingResponse, Method, OutgoingRequest, RequestOptions, Scheme,
+    };
+    use wasip2::io::streams::StreamError;
+
+    pub(super) struct Options {
+        pub connect_timeout_ms: Option<u64>,
+        pub first_byte_timeout_ms: Option<u64>,
+    }
+
+    /// An `ErrorCode` as the tests match it: denied → `denied`, anything else → `failed`.
+    fn err(what: &str, code: &ErrorCode) -> ToolError {
+        let msg = format!("{what}: {code:?}");
+        if matches!(code, ErrorCode::HttpRequestDenied) { ToolError::Denied(msg) } else { ToolError::Failed(msg) }
+    }
+
+    /// Start a GET of `url`; the response is awaited by [`finish`].
+    fn start(url: &str, options: &Options) -> Result<FutureIncomingResponse, ToolError> {
+        let (scheme, rest) = if let Some(r) = url.strip_prefix("http://") {
+            (Scheme::Http, r)
+        } else if let Some(r) = url.strip_prefix("https://") {
+            (Scheme::Https, r)
+        } else {
+            return Err(ToolError::InvalidInput(format!("not an http(s) URL: {url}")));
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let request = OutgoingRequest::new(Fields::new());
+        let bad = |_| ToolError::InvalidInput(format!("bad URL {url}"));
+        request.set_method(&Method::Get).map_err(bad)?;
+        request.set_scheme(Some(&scheme)).map_err(bad)?;
+        request.set_authority(Some(authority)).map_err(bad)?;
+        request.set_path_with_query(Some(path)).map_err(bad)?;
+        let opts = RequestOptions::new();
+        let ns = |ms: u64| ms.saturating_mul(1_000_000);
+        if let Some(ms) = options.connect_timeout_ms {
+            opts.set_connect_timeout(Some(ns(ms))).map_err(|_| ToolError::Failed("connect-timeout".into()))?;
+        }
+        if let Some(ms) = options.first_byte_timeout_ms {
+            opts.set_first_byte_timeout(Some(ns(ms))).map_err(|_| ToolError::Failed("first-byte-timeout".into()))?;
+        }
+        outgoing_handler::handle(request, Some(opts)).map_err(|c| err(&format!("requesting {url}"), &c))
+    }
+
+    fn finish(url: &str, future: FutureIncomingResponse) -> Result<IncomingResponse, ToolError> {
+        loop {
+            match future.get() {
+                Some(Ok(Ok(response))) => return Ok(response),
+                Some(Ok(Err(code))) => return Err(err(&format!("requesting {url}"), &code)),
+                Some(Err(())) => return Err(ToolError::Failed("response taken twice".into())),
+                None => future.subscribe().block(),
+            }
+        }
+    }
+
+    fn location(response: &IncomingResponse) -> Option<String> {
+        let values = response.headers().get("location");
+        values.first().map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
+    /// Read the whole body; a stream error names the HTTP error code behind it.
+    fn body(url: &str, response: IncomingResponse) -> Result<Vec<u8>, ToolError> {
+        let incoming = response.consume().map_err(|()| ToolError::Failed("body taken twice".into()))?;
+        let stream = incoming.stream().map_err(|()| ToolError::Failed("stream taken twice".into()))?;
+        let mut out = Vec::new();
+        loop {
+            match stream.blocking_read(64 * 1024) {
+                Ok(chunk) => out.extend_from_slice(&chunk),
+                Err(StreamError::Closed) => break,
+                Err(StreamError::LastOperationFailed(e)) => {
+                    let code = wasip2::http::types::http_error_code(&e);
+                    return Err(match code {
+                        Some(c) => err(&format!("reading {url} after {} bytes", out.len()), &c),
+                        None => ToolError::Failed(format!("reading {url}: {}", e.to_debug_string())),
+                    });
+                }
+            }
+        }
+        drop(stream);
+        IncomingBody::finish(incoming);
+        Ok(out)
+    }
+
+    /// GET `url`, following redirects; the hops and the final body.
+    pub(super) fn get(url: &str, options: &Options) -> Result<String, ToolError> {
+        let mut url = url.to_string();
+        let mut hops = Vec::new();
+        for _ in 0..=5 {
+            let response = finish(&url, start(&url, options)?)?;
+            let status = response.status();
+            hops.push(format!("{url} -> {status}"));
+            match location(&response) {
+                Some(next) if (300..400).contains(&status) => url = next,
+                _ => {
+                    let body = body(&url, response)?;
+                    return Ok(format!("{}\n\n{}", hops.join("\n"), String::from_utf8_lossy(&body)));
+                }
+            }
+        }
+        Err(ToolError::Failed(format!("too many redirects: {}", hops.join(", "))))
+    }
+
+    /// Send `n` GETs at once and wait for every response before reading any body.
+    pub(super) fn parallel(url: &str, n: u32, options: &Options) -> Result<String, ToolError> {
+        let futures = (0..n).map(|_| start(url, options)).collect::<Result<Vec<_>, _>>()?;
+        let mut responses = Vec::new();
+        for f in futures {
+            responses.push(finish(url, f)?);
+        }
+        let mut statuses = Vec::new();
+        for r in responses {
+            statuses.push(r.status().to_string());
+            body(url, r)?;
+        }
+        Ok(format!("{n} responses: {}", statuses.join(" ")))
+    }
+}
+
 fn need<T: Clone>(value: &Option<T>, what: &str) -> Result<T, ToolError> {
     value.clone().ok_or_else(|| ToolError::InvalidInput(format!("`{what}` is required")))
 }
@@ -179,6 +312,18 @@ impl Tool for Net {
                     }
                 }
                 Err(ToolError::Failed(format!("too many redirects: {}", hops.join(", "))))
+            }
+            Op::WasiHttp => {
+                let url = need(&input.url, "url")?;
+                let options = web::Options {
+                    connect_timeout_ms: input.connect_timeout_ms,
+                    first_byte_timeout_ms: input.first_byte_timeout_ms,
+                };
+                let text = match input.parallel {
+                    Some(n) if n > 1 => web::parallel(&url, n, &options)?,
+                    _ => web::get(&url, &options)?,
+                };
+                Ok(Output::text(text))
             }
         }
     }
