@@ -161,6 +161,23 @@ async fn a_silent_server_hits_the_first_byte_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_never_accepts_hits_the_connect_limit() {
+    let ws = workspace();
+    // A listener with a backlog of 0 whose one queue slot is taken: the kernel drops every
+    // further SYN, so a connect neither succeeds nor fails until it times out.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(0).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let _queued = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let toml = grant(&[format!("127.0.0.1:{port}")], "[limits]\nconnect_timeout_ms = 300\n");
+    let rt = net_rt(ws.path(), &toml).await;
+    let text = limited(&get(&rt, &format!("http://127.0.0.1:{port}/"), json!({})).await, "connect_timeout_ms");
+    assert!(text.contains("ConnectionTimeout"), "{text}");
+    drop(listener);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_timeout_the_guest_chose_is_not_a_limit() {
     let ws = workspace();
     let server = silent_server();
