@@ -114,10 +114,14 @@ matcher = "Read"
         format!("{f}:23:1: hooks.post_tool_use[0]: missing field `command`"),
         format!("8 errors in {f}"),
     ];
-    let err = stderr(&o);
+    assert_error_lines(&stderr(&o), &want);
+}
+
+/// `err` is one line per error, each starting with its `want`, then the count line.
+fn assert_error_lines(err: &str, want: &[String]) {
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), want.len(), "one line per error, then the count:\n{err}");
-    for (line, want) in lines.iter().zip(&want) {
+    for (line, want) in lines.iter().zip(want) {
         assert!(line.starts_with(want.as_str()), "want {want}…\ngot:\n{err}");
     }
 }
@@ -221,12 +225,7 @@ grant = { fs_read = ["."], net = ["docs.rs"] }
         ),
         format!("7 errors in {f}"),
     ];
-    let err = stderr(&o);
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), want.len(), "one line per error, then the count:\n{err}");
-    for (line, want) in lines.iter().zip(&want) {
-        assert!(line.starts_with(want.as_str()), "want {want}…\ngot:\n{err}");
-    }
+    assert_error_lines(&stderr(&o), &want);
 }
 
 #[test]

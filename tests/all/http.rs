@@ -11,6 +11,8 @@ use toolhost::{OutcomeKind, Runtime, Session, ToolResult, ToolSource};
 use toolhost_tests::server::{Server, TestCa, ok_response, read_head};
 use toolhost_tests::{call, config, default_tools, guests, runtime, workspace};
 
+use crate::network::{ok, refused_with};
+
 /// A runtime with the Net guest and the default tools under `toml`.
 async fn net_rt(ws: &std::path::Path, toml: &str) -> Runtime {
     let mut sources = default_tools();
@@ -29,18 +31,9 @@ async fn get(rt: &Runtime, url: &str, more: Value) -> ToolResult {
     call(rt, &Session::new(), "Net", input).await
 }
 
-fn ok(result: &ToolResult) -> String {
-    assert!(!result.is_error, "expected success, got {result:?}");
-    result.text()
-}
-
 /// Refused with `HTTP-request-denied`, the result naming what was refused.
 fn denied(result: &ToolResult, refused: &str) {
-    assert!(result.is_error, "expected a refusal, got {result:?}");
-    assert_eq!(result.outcome, OutcomeKind::Denied, "{result:?}");
-    let text = result.text();
-    assert!(text.contains("HttpRequestDenied"), "not the sandbox's refusal: {text}");
-    assert!(text.contains(&format!("refused network access to {refused}")), "the refused host is not named: {text}");
+    refused_with(result, "HttpRequestDenied", refused);
 }
 
 /// Stopped by a network limit whose config key the result names.

@@ -22,17 +22,24 @@ async fn net(rt: &Runtime, input: Value) -> ToolResult {
     call(rt, &Session::new(), "Net", input).await
 }
 
-fn ok(result: &ToolResult) -> String {
+/// The text of a successful result.
+pub(crate) fn ok(result: &ToolResult) -> String {
     assert!(!result.is_error, "expected success, got {result:?}");
     result.text()
 }
 
 /// Refused by the sandbox with `access-denied`, the result naming what was refused.
 fn denied(result: &ToolResult, refused: &str) {
+    refused_with(result, "access-denied", refused);
+}
+
+/// Refused by the sandbox with the WASI error `code` (as the guest spells it), the result
+/// naming what was refused.
+pub(crate) fn refused_with(result: &ToolResult, code: &str, refused: &str) {
     assert!(result.is_error, "expected a refusal, got {result:?}");
     assert_eq!(result.outcome, OutcomeKind::Denied, "{result:?}");
     let text = result.text();
-    assert!(text.contains("access-denied"), "not the sandbox's refusal: {result:?}");
+    assert!(text.contains(code), "not the sandbox's refusal ({code}): {text}");
     assert!(text.contains(&format!("refused network access to {refused}")), "the refused host is not named: {text}");
 }
 
