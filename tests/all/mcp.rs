@@ -60,6 +60,12 @@ impl Fixture {
     }
 }
 
+/// Run a test's body, failing the test instead of hanging the suite if it has not finished in
+/// five minutes (every step here normally takes well under a second).
+async fn within<T>(body: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(300), body).await.expect("the test did not finish within 5 minutes")
+}
+
 fn call(name: &str, args: Value) -> CallToolRequestParams {
     let Value::Object(args) = args else { panic!("arguments must be an object") };
     CallToolRequestParams::new(name.to_string()).with_arguments(args)
@@ -71,52 +77,58 @@ fn text(result: &rmcp::model::CallToolResult) -> String {
 
 #[tokio::test]
 async fn list_and_call_over_stdio_with_the_rmcp_client() {
-    let fx = Fixture::new();
-    let client = fx.client(()).await;
-    let info = client.peer_info().expect("server info");
-    assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("toolhost"));
-    assert!(info.capabilities.tools.as_ref().and_then(|t| t.list_changed).unwrap_or(false), "{info:?}");
+    within(async {
+        let fx = Fixture::new();
+        let client = fx.client(()).await;
+        let info = client.peer_info().expect("server info");
+        assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("toolhost"));
+        assert!(info.capabilities.tools.as_ref().and_then(|t| t.list_changed).unwrap_or(false), "{info:?}");
 
-    let tools = client.list_all_tools().await.unwrap();
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    for name in ["Read", "Write", "Edit", "Glob", "Grep", "LS", "Sleep", "Progress", "Panic"] {
-        assert!(names.contains(&name), "{name} missing from {names:?}");
-    }
-    let read = tools.iter().find(|t| t.name == "Read").unwrap();
-    let ann = read.annotations.as_ref().expect("annotations");
-    assert_eq!((ann.read_only_hint, ann.destructive_hint, ann.idempotent_hint), (Some(true), Some(false), Some(true)));
-    assert!(read.input_schema.get("properties").and_then(|p| p.get("file_path")).is_some());
-    let write = tools.iter().find(|t| t.name == "Write").unwrap();
-    let ann = write.annotations.as_ref().expect("annotations");
-    assert_eq!((ann.read_only_hint, ann.destructive_hint), (Some(false), Some(true)));
-
-    let ok = client.call_tool(call("Read", json!({"file_path": "hello.txt"}))).await.unwrap();
-    assert_eq!(ok.is_error, Some(false));
-    assert!(text(&ok).contains("hello from the workspace"), "{ok:?}");
-
-    let bad = client.call_tool(call("Read", json!({"file_path": 3}))).await.unwrap();
-    assert_eq!(bad.is_error, Some(true));
-    assert!(text(&bad).contains("InputValidationError"), "{bad:?}");
-
-    let trap = client.call_tool(call("Panic", json!({}))).await.unwrap();
-    assert_eq!(trap.is_error, Some(true));
-    assert!(text(&trap).contains("boom: the tool panicked on purpose"), "{trap:?}");
-
-    // No elicitation capability: an ask is a denial naming the rule to add.
-    let denied = client.call_tool(call("Write", json!({"file_path": "x.txt", "content": "no"}))).await.unwrap();
-    assert_eq!(denied.is_error, Some(true));
-    assert!(text(&denied).contains("add the rule \"Write(x.txt)\""), "{denied:?}");
-    assert!(!fx.ws.path().join("x.txt").exists());
-
-    // An unknown tool is a protocol error (the spec's -32602), not a tool result.
-    match client.call_tool(call("NoSuchTool", json!({}))).await {
-        Err(ServiceError::McpError(e)) => {
-            assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
-            assert!(e.message.contains("NoSuchTool"), "{e:?}");
+        let tools = client.list_all_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        for name in ["Read", "Write", "Edit", "Glob", "Grep", "LS", "Sleep", "Progress", "Panic"] {
+            assert!(names.contains(&name), "{name} missing from {names:?}");
         }
-        other => panic!("expected a JSON-RPC error, got {other:?}"),
-    }
-    client.cancel().await.unwrap();
+        let read = tools.iter().find(|t| t.name == "Read").unwrap();
+        let ann = read.annotations.as_ref().expect("annotations");
+        assert_eq!(
+            (ann.read_only_hint, ann.destructive_hint, ann.idempotent_hint),
+            (Some(true), Some(false), Some(true))
+        );
+        assert!(read.input_schema.get("properties").and_then(|p| p.get("file_path")).is_some());
+        let write = tools.iter().find(|t| t.name == "Write").unwrap();
+        let ann = write.annotations.as_ref().expect("annotations");
+        assert_eq!((ann.read_only_hint, ann.destructive_hint), (Some(false), Some(true)));
+
+        let ok = client.call_tool(call("Read", json!({"file_path": "hello.txt"}))).await.unwrap();
+        assert_eq!(ok.is_error, Some(false));
+        assert!(text(&ok).contains("hello from the workspace"), "{ok:?}");
+
+        let bad = client.call_tool(call("Read", json!({"file_path": 3}))).await.unwrap();
+        assert_eq!(bad.is_error, Some(true));
+        assert!(text(&bad).contains("InputValidationError"), "{bad:?}");
+
+        let trap = client.call_tool(call("Panic", json!({}))).await.unwrap();
+        assert_eq!(trap.is_error, Some(true));
+        assert!(text(&trap).contains("boom: the tool panicked on purpose"), "{trap:?}");
+
+        // No elicitation capability: an ask is a denial naming the rule to add.
+        let denied = client.call_tool(call("Write", json!({"file_path": "x.txt", "content": "no"}))).await.unwrap();
+        assert_eq!(denied.is_error, Some(true));
+        assert!(text(&denied).contains("add the rule \"Write(x.txt)\""), "{denied:?}");
+        assert!(!fx.ws.path().join("x.txt").exists());
+
+        // An unknown tool is a protocol error (the spec's -32602), not a tool result.
+        match client.call_tool(call("NoSuchTool", json!({}))).await {
+            Err(ServiceError::McpError(e)) => {
+                assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
+                assert!(e.message.contains("NoSuchTool"), "{e:?}");
+            }
+            other => panic!("expected a JSON-RPC error, got {other:?}"),
+        }
+        client.cancel().await.unwrap();
+    })
+    .await;
 }
 
 /// Collects progress notifications; answers elicitations with a fixed decision.
@@ -154,85 +166,93 @@ impl rmcp::ClientHandler for TestClient {
 
 #[tokio::test]
 async fn progress_becomes_notifications_and_asks_become_elicitations() {
-    let fx = Fixture::new();
-    let progress = Arc::new(Mutex::new(Vec::new()));
-    let client = fx.client(TestClient { progress: progress.clone(), decision: Some("allow once") }).await;
+    within(async {
+        let fx = Fixture::new();
+        let progress = Arc::new(Mutex::new(Vec::new()));
+        let client = fx.client(TestClient { progress: progress.clone(), decision: Some("allow once") }).await;
 
-    let mut meta = RequestMetaObject::default();
-    meta.set_progress_token(ProgressToken(NumberOrString::Number(42)));
-    let mut params = call("Progress", json!({}));
-    params.set_meta(meta);
-    let done = client.call_tool(params).await.unwrap();
-    assert_eq!(text(&done), "done");
-    let seen = progress.lock().unwrap().clone();
-    let messages: Vec<_> = seen.iter().map(|p| p.message.clone().unwrap_or_default()).collect();
-    assert_eq!(messages, ["step 1", "step 2"], "progress arrives before the result, in order");
-    // (rmcp's client puts a token of its own in place of ours; the server echoes the one it got.)
-    assert_eq!(seen[0].progress_token, seen[1].progress_token, "{seen:?}");
-    assert!(seen[0].progress < seen[1].progress);
+        let mut meta = RequestMetaObject::default();
+        meta.set_progress_token(ProgressToken(NumberOrString::Number(42)));
+        let mut params = call("Progress", json!({}));
+        params.set_meta(meta);
+        let done = client.call_tool(params).await.unwrap();
+        assert_eq!(text(&done), "done");
+        let seen = progress.lock().unwrap().clone();
+        let messages: Vec<_> = seen.iter().map(|p| p.message.clone().unwrap_or_default()).collect();
+        assert_eq!(messages, ["step 1", "step 2"], "progress arrives before the result, in order");
+        // (rmcp's client puts a token of its own in place of ours; the server echoes the one it got.)
+        assert_eq!(seen[0].progress_token, seen[1].progress_token, "{seen:?}");
+        assert!(seen[0].progress < seen[1].progress);
 
-    let written = client.call_tool(call("Write", json!({"file_path": "asked.txt", "content": "yes"}))).await.unwrap();
-    assert_eq!(written.is_error, Some(false), "{written:?}");
-    assert_eq!(std::fs::read_to_string(fx.ws.path().join("asked.txt")).unwrap(), "yes");
-    client.cancel().await.unwrap();
+        let written =
+            client.call_tool(call("Write", json!({"file_path": "asked.txt", "content": "yes"}))).await.unwrap();
+        assert_eq!(written.is_error, Some(false), "{written:?}");
+        assert_eq!(std::fs::read_to_string(fx.ws.path().join("asked.txt")).unwrap(), "yes");
+        client.cancel().await.unwrap();
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn safe_calls_overlap_and_unsafe_calls_wait_their_turn() {
-    let fx = Fixture::new();
-    let client = Arc::new(fx.client(()).await);
-    // Warm up (the first call compiles nothing, but instantiates the pools).
-    client.call_tool(call("Sleep", json!({"ms": 1}))).await.unwrap();
+    within(async {
+        let fx = Fixture::new();
+        let client = Arc::new(fx.client(()).await);
+        // Warm up (the first call compiles nothing, but instantiates the pools).
+        client.call_tool(call("Sleep", json!({"ms": 1}))).await.unwrap();
 
-    let started = Instant::now();
-    let sleeps: Vec<_> = (0..4)
-        .map(|_| {
+        let started = Instant::now();
+        let sleeps: Vec<_> = (0..4)
+            .map(|_| {
+                let client = client.clone();
+                tokio::spawn(async move { client.call_tool(call("Sleep", json!({"ms": 1000}))).await.unwrap() })
+            })
+            .collect();
+        for s in sleeps {
+            assert_eq!(s.await.unwrap().is_error, Some(false));
+        }
+        let parallel = started.elapsed();
+        eprintln!("4 concurrent 1000 ms sleeps took {parallel:?}");
+        assert!(parallel < Duration::from_millis(3000), "safe calls did not overlap: {parallel:?}");
+
+        // An unsafe call (Panic is not read-only) sent while a long safe call runs waits for it;
+        // a safe call sent after the unsafe one waits for the unsafe one (arrival order).
+        let long = {
             let client = client.clone();
-            tokio::spawn(async move { client.call_tool(call("Sleep", json!({"ms": 1000}))).await.unwrap() })
-        })
-        .collect();
-    for s in sleeps {
-        assert_eq!(s.await.unwrap().is_error, Some(false));
-    }
-    let parallel = started.elapsed();
-    eprintln!("4 concurrent 1000 ms sleeps took {parallel:?}");
-    assert!(parallel < Duration::from_millis(3000), "safe calls did not overlap: {parallel:?}");
-
-    // An unsafe call (Panic is not read-only) sent while a long safe call runs waits for it;
-    // a safe call sent after the unsafe one waits for the unsafe one (arrival order).
-    let long = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            client.call_tool(call("Sleep", json!({"ms": 1500}))).await.unwrap();
-            Instant::now()
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let unsafe_call = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            client.call_tool(call("Panic", json!({}))).await.unwrap();
-            Instant::now()
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let after = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            client.call_tool(call("Sleep", json!({"ms": 1}))).await.unwrap();
-            Instant::now()
-        })
-    };
-    let (long, unsafe_call, after) = (long.await.unwrap(), unsafe_call.await.unwrap(), after.await.unwrap());
-    assert!(long <= unsafe_call, "the unsafe call finished before the running safe call");
-    assert!(unsafe_call <= after, "a later safe call overtook the waiting unsafe call");
+            tokio::spawn(async move {
+                client.call_tool(call("Sleep", json!({"ms": 1500}))).await.unwrap();
+                Instant::now()
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let unsafe_call = {
+            let client = client.clone();
+            tokio::spawn(async move {
+                client.call_tool(call("Panic", json!({}))).await.unwrap();
+                Instant::now()
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let after = {
+            let client = client.clone();
+            tokio::spawn(async move {
+                client.call_tool(call("Sleep", json!({"ms": 1}))).await.unwrap();
+                Instant::now()
+            })
+        };
+        let (long, unsafe_call, after) = (long.await.unwrap(), unsafe_call.await.unwrap(), after.await.unwrap());
+        assert!(long <= unsafe_call, "the unsafe call finished before the running safe call");
+        assert!(unsafe_call <= after, "a later safe call overtook the waiting unsafe call");
+    })
+    .await;
 }
 
 /// A raw `toolhost mcp` on stdio: lines in, lines out.
 struct Raw {
     child: std::process::Child,
     stdin: std::process::ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
+    /// Lines from the server's stdout, read on a thread so that waiting for one can time out.
+    lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl Raw {
@@ -246,7 +266,16 @@ impl Raw {
             .expect("spawn toolhost mcp");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        Raw { child, stdin, stdout }
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Raw { child, stdin, lines }
     }
 
     fn send(&mut self, line: &str) {
@@ -256,8 +285,7 @@ impl Raw {
     }
 
     fn recv(&mut self) -> Value {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
+        let line = self.lines.recv_timeout(Duration::from_secs(120)).expect("the server answered within 2 minutes");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
     }
 }
