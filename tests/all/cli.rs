@@ -166,6 +166,48 @@ fn inspect_describes_a_component() {
 }
 
 #[test]
+fn inspect_shows_what_the_tool_would_be_granted_here() {
+    let ws = workspace();
+    let file = ws.path().join("webfetch.wasm");
+    fs::write(&file, toolhost_default_tools::get("WebFetch").expect("the WebFetch tool")).unwrap();
+    let inspect = |args: &[&str]| {
+        let mut all = vec!["inspect", file.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let o = run(ws.path(), &all);
+        assert_exit(&o, 0);
+        stdout(&o)
+    };
+
+    // No config: the default grant (the workspace) meets a ceiling of net(*): nothing.
+    let text = inspect(&[]);
+    assert!(text.contains("ceiling:     net(*)\n"), "{text}");
+    assert!(text.contains("granted:     nothing (default grant)\n"), "{text}");
+    assert!(text.contains("network:     none (no name lookups, sockets or HTTP)\n"), "{text}");
+
+    fs::write(
+        ws.path().join("toolhost.toml"),
+        "[tools.WebFetch]\ngrant = { net = [\"docs.rs\", \"*.python.org:8443\"] }\n",
+    )
+    .unwrap();
+    let text = inspect(&[]);
+    assert!(text.contains("granted:     net(docs.rs), net(*.python.org:8443) (config grant)\n"), "{text}");
+    assert!(text.contains("network:     docs.rs, *.python.org:8443\n"), "{text}");
+    let v: Value = serde_json::from_str(&inspect(&["--json"])).expect("JSON");
+    assert_eq!(v["granted"]["net"], serde_json::json!(["docs.rs", "*.python.org:8443"]), "{v}");
+    assert_eq!(v["granted"]["grant_from"], "config", "{v}");
+
+    // A grant the loader would refuse: said, and the component is still described.
+    fs::write(ws.path().join("toolhost.toml"), "[tools.WebFetch]\ngrant = { net = [\"a b\"] }\n").unwrap();
+    let text = inspect(&[]);
+    assert!(text.contains("granted:     would not load here: "), "{text}");
+    assert!(text.contains("grant.net[0]: invalid network pattern"), "{text}");
+    assert!(text.contains("name:        WebFetch\n"), "{text}");
+    let v: Value = serde_json::from_str(&inspect(&["--json"])).expect("JSON");
+    assert!(v["grant_error"].as_str().unwrap().contains("invalid network pattern"), "{v}");
+    assert!(v.get("granted").is_none(), "{v}");
+}
+
+#[test]
 fn inspect_of_a_corrupt_file_exits_2_naming_it() {
     let ws = workspace();
     let file = ws.path().join("broken.wasm");

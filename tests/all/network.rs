@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 use toolhost::{OutcomeKind, Runtime, Session, ToolResult, ToolSource};
-use toolhost_tests::server::Server;
+use toolhost_tests::server::{Server, UdpEcho};
 use toolhost_tests::{call, config, guests, runtime, workspace};
 
 /// A runtime with the Net guest granted `net` (no `[tools.Net]` entry at all for `None`).
@@ -146,4 +146,45 @@ async fn each_redirect_hop_is_checked() {
     let text = ok(&net(&rt, json!({"op": "http_get", "url": url})).await);
     assert!(text.contains("302 Found") && text.ends_with("landed"), "{text}");
     assert_eq!(target.hits(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn udp_reaches_only_granted_addresses_and_hears_only_them() {
+    let ws = workspace();
+    let echo = UdpEcho::start();
+    let rt = net_runtime(ws.path(), Some(&[format!("127.0.0.1:{}", echo.port)])).await;
+    // The server answers from a second, not granted, port first: that datagram is dropped
+    // before the guest sees it, and the echo from the granted address gets through.
+    let r = net(&rt, json!({"op": "udp_echo", "host": "127.0.0.1", "port": echo.port, "payload": "ping"})).await;
+    assert_eq!(ok(&r), format!("reply from 127.0.0.1:{}: echo: ping", echo.port));
+    assert_eq!(echo.hits(), 1);
+
+    // Sending to the other port is refused before anything leaves.
+    let r = net(&rt, json!({"op": "udp_echo", "host": "127.0.0.1", "port": echo.spoof_port})).await;
+    denied(&r, &format!("127.0.0.1:{}", echo.spoof_port));
+    assert!(r.text().contains("udp send to"), "{}", r.text());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn udp_through_a_granted_name_is_pinned_to_its_lookup() {
+    let ws = workspace();
+    let echo = UdpEcho::start();
+    let rt = net_runtime(ws.path(), Some(&[format!("localhost:{}", echo.port)])).await;
+    let r = net(&rt, json!({"op": "udp_echo", "host": "localhost", "port": echo.port})).await;
+    assert_eq!(ok(&r), format!("reply from 127.0.0.1:{}: echo: ping", echo.port));
+    // The address literally, never looked up through the granted name (in this call): refused.
+    let r = net(&rt, json!({"op": "udp_echo", "host": "127.0.0.1", "port": echo.port})).await;
+    denied(&r, &format!("127.0.0.1:{}", echo.port));
+    assert_eq!(echo.hits(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_grant_means_no_udp() {
+    let ws = workspace();
+    let echo = UdpEcho::start();
+    let rt = net_runtime(ws.path(), None).await;
+    let r = net(&rt, json!({"op": "udp_echo", "host": "127.0.0.1", "port": echo.port})).await;
+    assert_eq!(r.outcome, OutcomeKind::Denied, "{r:?}");
+    assert!(r.text().contains("access-denied"), "{}", r.text());
+    assert_eq!(echo.hits(), 0);
 }

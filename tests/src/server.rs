@@ -3,7 +3,7 @@
 //! connection open does not stop the next one.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -68,6 +68,44 @@ impl Server {
     }
 
     /// Connections accepted so far.
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+/// A UDP echo server on loopback. To every datagram it first answers from a second socket
+/// (another port, so another address: `spoofed from PORT`), then from its own (`echo: …`);
+/// a client that must not hear the second socket sees only the echo.
+pub struct UdpEcho {
+    /// The echo socket's port on 127.0.0.1.
+    pub port: u16,
+    /// The port the spoofed answers come from.
+    pub spoof_port: u16,
+    hits: Arc<AtomicUsize>,
+}
+
+impl UdpEcho {
+    pub fn start() -> UdpEcho {
+        let socket = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+        let spoof = UdpSocket::bind("127.0.0.1:0").expect("bind udp");
+        let port = socket.local_addr().expect("local address").port();
+        let spoof_port = spoof.local_addr().expect("local address").port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = hits.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while let Ok((n, from)) = socket.recv_from(&mut buf) {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let _ = spoof.send_to(format!("spoofed from {spoof_port}").as_bytes(), from);
+                let mut reply = b"echo: ".to_vec();
+                reply.extend_from_slice(&buf[..n]);
+                let _ = socket.send_to(&reply, from);
+            }
+        });
+        UdpEcho { port, spoof_port, hits }
+    }
+
+    /// Datagrams received so far.
     pub fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }

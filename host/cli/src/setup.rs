@@ -81,6 +81,14 @@ pub fn load_config(args: &GlobalArgs) -> Result<Config> {
     Config::load(&path).map_err(anyhow::Error::from)
 }
 
+/// The workspace: `--workspace`, else the current directory.
+pub fn workspace(args: &GlobalArgs) -> Result<PathBuf> {
+    match &args.workspace {
+        Some(w) => Ok(w.clone()),
+        None => std::env::current_dir().context("cannot read the current directory"),
+    }
+}
+
 /// The compile cache: `$TOOLHOST_CACHE_DIR`, else `$XDG_CACHE_HOME/toolhost`, else
 /// `~/.cache/toolhost`.
 pub fn cache_dir() -> Option<PathBuf> {
@@ -133,10 +141,7 @@ async fn build_and_load(
     events: toolhost::EventSink,
     decider: Option<Arc<dyn toolhost::PermissionDecider>>,
 ) -> Result<Loaded> {
-    let workspace = match &args.workspace {
-        Some(w) => w.clone(),
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
+    let workspace = workspace(args)?;
     let mut builder =
         Runtime::builder().workspace(&workspace).config(config.clone()).env(std::env::vars()).events(events);
     if let Some(mode) = args.permission_mode {

@@ -33,11 +33,10 @@ pub(crate) fn wasi_ctx(
     b.allow_blocking_current_thread(true);
     b.stdout(stdout.clone())
         .stderr(stderr.clone())
-        // Network: TCP and name lookup only with a net grant, and then only to what it names
-        // (see net.rs). UDP stays off: inbound datagrams on an unconnected socket would not
-        // be checked.
+        // Network: TCP, UDP and name lookup only with a net grant, and then only to what it
+        // names (see net.rs; every datagram in or out is checked by address).
         .allow_tcp(net.is_granted())
-        .allow_udp(false)
+        .allow_udp(net.is_granted())
         .allow_ip_name_lookup(net.is_granted())
         .socket_addr_check(addr_check(net.clone()))
         // Bounds one `get-random-bytes` call; the guest controls the size it asks for.

@@ -2,7 +2,7 @@
 //!
 //! A call's effective grant lists `net(…)` host patterns ([`toolhost_policy::NetPattern`]).
 //! With none, the WASI context has TCP, UDP and name lookup switched off and every socket
-//! address refused: no network at all, not even DNS. With some, TCP and name lookup are on and
+//! address refused: no network at all, not even DNS. With some, TCP, UDP and name lookup are on and
 //! two checks hold every path shut except the granted ones:
 //!
 //! - **Name lookup** (`wasi:sockets/ip-name-lookup`): wasmtime-wasi 48 resolves any name once
@@ -13,9 +13,11 @@
 //! - **Connect** (`socket_addr_check`): a TCP connect is allowed only to an address that a
 //!   pattern names literally (`127.0.0.1:8080`, `*`), or that a granted name resolved to in
 //!   this call, on a port the pattern of that name allows. A lookup cannot be used to reach
-//!   anything else: the connection is pinned to what the lookup returned. Binding is allowed
-//!   only for the wildcard address and port 0 (the implicit bind of a connect); listening,
-//!   accepting and UDP stay off.
+//!   anything else: the connection is pinned to what the lookup returned. UDP follows the
+//!   same rule: a datagram is sent (or a UDP socket connected) only to such an address, and a
+//!   datagram from any other address is dropped before the guest sees it. Binding is allowed
+//!   only for the wildcard address and port 0 (the implicit bind of a connect or first send);
+//!   listening and accepting stay off: a tool is a client, never a server.
 //!
 //! - **HTTP** (`wasi:http/outgoing-handler`): the host sends the request itself; see
 //!   http.rs, which asks [`NetAccess::http_allowed`] before any lookup or connection.
@@ -25,7 +27,7 @@
 //! host was refused. The call's network limits ([`NetLimits`]) are counted here too, and each
 //! breach is remembered for the result ([`NetAccess::limit_note`]).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -74,6 +76,7 @@ pub(crate) enum Breach {
     FirstByteTimeout(Duration),
     Connections(usize),
     SocketConnects(usize),
+    UdpPeers(usize),
 }
 
 impl std::fmt::Display for Breach {
@@ -92,6 +95,9 @@ impl std::fmt::Display for Breach {
                 write!(f, "it tried to have more than {n} HTTP connections open (max_connections)")
             }
             Breach::SocketConnects(n) => write!(f, "it tried to make more than {n} TCP connections (max_connections)"),
+            Breach::UdpPeers(n) => {
+                write!(f, "it tried to send UDP datagrams to more than {n} addresses (max_connections)")
+            }
         }
     }
 }
@@ -109,6 +115,8 @@ pub(crate) struct NetAccess {
     open_http: AtomicUsize,
     /// Raw TCP connects allowed so far.
     socket_connects: AtomicUsize,
+    /// The distinct addresses UDP datagrams were sent to.
+    udp_peers: Mutex<HashSet<SocketAddr>>,
     /// Response body bytes received so far, over every request.
     body_bytes: AtomicU64,
     /// Limits run into, first first.
@@ -238,23 +246,44 @@ impl NetAccess {
         learned.entry(ip.to_canonical()).or_default().insert(name.to_string());
     }
 
-    /// Whether a TCP connect to `addr` is allowed.
-    pub(crate) fn connect_allowed(&self, addr: SocketAddr) -> bool {
+    /// Whether `addr` may be reached: a pattern names it literally, or a granted name this
+    /// call looked up resolved to it and a pattern of that name allows the port. `Err` holds
+    /// what to show for a refusal (`name:port (address)` or the address).
+    fn reachable(&self, addr: SocketAddr) -> Result<(), String> {
         let ip = addr.ip().to_canonical();
         let port = addr.port();
         if self.patterns.iter().any(|p| p.matches(&ip.to_string(), port)) {
-            return true;
+            return Ok(());
         }
         let names = self.learned.lock().unwrap_or_else(|e| e.into_inner()).get(&ip).cloned().unwrap_or_default();
-        let ok = names.iter().any(|n| self.patterns.iter().any(|p| p.matches(n, port)));
-        if !ok {
-            let shown = match names.iter().next() {
-                Some(name) => format!("{name}:{port} ({addr})"),
-                None => addr.to_string(),
-            };
-            self.refuse(shown);
+        if names.iter().any(|n| self.patterns.iter().any(|p| p.matches(n, port))) {
+            return Ok(());
         }
-        ok
+        Err(match names.iter().next() {
+            Some(name) => format!("{name}:{port} ({addr})"),
+            None => addr.to_string(),
+        })
+    }
+
+    /// Whether a TCP connect (or a UDP send) to `addr` is allowed; a refusal is remembered.
+    pub(crate) fn connect_allowed(&self, addr: SocketAddr) -> bool {
+        self.reachable(addr).map_err(|shown| self.refuse(shown)).is_ok()
+    }
+
+    /// Whether a UDP datagram may go to `addr`: the address must be reachable, and a peer
+    /// not sent to before must fit under `max_connections`.
+    fn udp_send_allowed(&self, addr: SocketAddr) -> bool {
+        if !self.connect_allowed(addr) {
+            return false;
+        }
+        let mut peers = self.udp_peers.lock().unwrap_or_else(|e| e.into_inner());
+        if peers.contains(&addr) || peers.len() < self.limits.max_connections {
+            peers.insert(addr);
+            return true;
+        }
+        drop(peers);
+        self.breach(Breach::UdpPeers(self.limits.max_connections));
+        false
     }
 
     /// The `socket_addr_check` of the call's WASI context.
@@ -271,10 +300,14 @@ impl NetAccess {
                 }
                 ok
             }
-            // Connecting binds implicitly to the wildcard address first; that is all the
-            // binding a client needs.
-            SocketAddrUse::TcpBind => addr.ip().is_unspecified() && addr.port() == 0,
-            _ => false,
+            // Connecting (or a first send) binds implicitly to the wildcard address first;
+            // that is all the binding a client needs.
+            SocketAddrUse::TcpBind | SocketAddrUse::UdpBind => addr.ip().is_unspecified() && addr.port() == 0,
+            SocketAddrUse::UdpSend => self.udp_send_allowed(addr),
+            // A datagram from a host the call may not reach is dropped before the guest sees
+            // it; that is not the guest's doing, so it is not remembered as a refusal.
+            SocketAddrUse::UdpReceive => self.reachable(addr).is_ok(),
+            SocketAddrUse::TcpListen | SocketAddrUse::TcpAccept => false,
         }
     }
 
@@ -438,6 +471,12 @@ mod tests {
         assert!(!net.check("0.0.0.0:8080".parse().unwrap(), SocketAddrUse::TcpBind));
         assert!(net.check("0.0.0.0:0".parse().unwrap(), SocketAddrUse::TcpBind));
         assert!(!net.check(local, SocketAddrUse::TcpListen));
+        // UDP: the same addresses as TCP; a datagram from elsewhere is dropped, not noted.
+        assert!(net.check("0.0.0.0:0".parse().unwrap(), SocketAddrUse::UdpBind));
+        assert!(!net.check("0.0.0.0:53".parse().unwrap(), SocketAddrUse::UdpBind));
+        assert!(net.check(local, SocketAddrUse::UdpSend));
+        assert!(net.check(local, SocketAddrUse::UdpReceive));
+        assert!(!net.check("127.0.0.1:9".parse().unwrap(), SocketAddrUse::UdpReceive));
         assert_eq!(
             net.refusals(),
             ["127.0.0.1:8080", "localhost:8081 (127.0.0.1:8081)", "10.0.0.2:22", "example.invalid"]
@@ -466,12 +505,21 @@ mod tests {
         assert!(net.check(addr, SocketAddrUse::TcpConnect));
         assert!(net.check(addr, SocketAddrUse::TcpConnect));
         assert!(!net.check(addr, SocketAddrUse::TcpConnect));
+        // UDP counts distinct peers: sending again to one already reached is free.
+        let (p1, p2, p3) =
+            ("127.0.0.1:2".parse().unwrap(), "127.0.0.1:3".parse().unwrap(), "127.0.0.1:4".parse().unwrap());
+        assert!(net.check(p1, SocketAddrUse::UdpSend));
+        assert!(net.check(p1, SocketAddrUse::UdpSend));
+        assert!(net.check(p2, SocketAddrUse::UdpSend));
+        assert!(!net.check(p3, SocketAddrUse::UdpSend));
+        assert!(net.check(p1, SocketAddrUse::UdpSend));
         let note = net.failure_note("T").expect("breaches are noted");
         assert_eq!(
             note,
             "The call ran into a network limit: it tried to have more than 2 HTTP connections open \
              (max_connections); its HTTP response bodies passed 10 bytes (max_response_bytes); it tried to \
-             make more than 2 TCP connections (max_connections)."
+             make more than 2 TCP connections (max_connections); it tried to send UDP datagrams to more than 2 \
+             addresses (max_connections)."
         );
     }
 }

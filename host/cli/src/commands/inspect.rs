@@ -1,10 +1,12 @@
-//! `toolhost inspect FILE.wasm`: what a component is, without loading it into a runtime.
+//! `toolhost inspect FILE.wasm`: what a component is, and what it would be granted here
+//! (under the config and workspace of this command line), without running it.
 
 use crate::setup::{self, GlobalArgs};
 use anyhow::Result;
 use clap::Args;
+use serde::Serialize;
 use std::path::PathBuf;
-use toolhost::{EngineOptions, ToolEngine, ToolSource};
+use toolhost::{EngineOptions, Runtime, ToolEngine, ToolSource};
 
 #[derive(Args, Debug)]
 pub struct InspectCommand {
@@ -15,14 +17,56 @@ pub struct InspectCommand {
     json: bool,
 }
 
+/// What the tool gets when loaded here, as `list` would show it.
+#[derive(Serialize)]
+struct Granted {
+    /// The effective grant (ceiling ∩ the operator's grant).
+    grant: Vec<String>,
+    /// The network patterns within it (empty: no name lookups, sockets or HTTP at all).
+    net: Vec<String>,
+    /// `config` if the config has a `grant` for this tool, else `default`.
+    grant_from: &'static str,
+}
+
+/// Load the component into a runtime built like every other command's (same config, same
+/// workspace, no other tools): the grant comes from the code that decides it for real, and
+/// a grant the loader would refuse (beyond the ceiling, a malformed pattern) is reported as
+/// the loader words it.
+async fn granted_here(global: &GlobalArgs, engine: &ToolEngine, source: ToolSource) -> Result<Granted, String> {
+    let config = setup::load_config(global).map_err(|e| format!("{e:#}"))?;
+    let workspace = setup::workspace(global).map_err(|e| format!("{e:#}"))?;
+    let mut builder = Runtime::builder().engine(engine.clone()).workspace(workspace).config(config.clone());
+    if let Some(dir) = setup::cache_dir() {
+        builder = builder.cache_dir(dir);
+    }
+    let mut runtime = builder.build().map_err(|e| e.to_string())?;
+    let name = runtime.load(source).await.map_err(|e| e.to_string())?;
+    let tool = runtime.tool(&name).ok_or_else(|| format!("{name} did not stay loaded"))?;
+    Ok(Granted {
+        grant: tool.effective.capabilities().iter().map(ToString::to_string).collect(),
+        net: tool.effective.net.clone(),
+        grant_from: if config.tools.get(&name).and_then(|t| t.grant()).is_some() { "config" } else { "default" },
+    })
+}
+
+fn list_or(items: &[String], none: &str) -> String {
+    if items.is_empty() { none.to_string() } else { items.join(", ") }
+}
+
 impl InspectCommand {
-    pub async fn execute(self, _global: &GlobalArgs) -> Result<u8> {
+    pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
         let engine = ToolEngine::new(&EngineOptions::default())?;
         let source = ToolSource::file(&self.file)?;
         let cache = setup::cache_dir();
         let i = toolhost::inspect(&engine, &source, cache.as_deref()).await?;
+        let here = granted_here(global, &engine, source).await;
         if self.json {
-            crate::output::outln!("{}", serde_json::to_string_pretty(&i)?);
+            let mut v = serde_json::to_value(&i)?;
+            match &here {
+                Ok(g) => v["granted"] = serde_json::to_value(g)?,
+                Err(e) => v["grant_error"] = e.clone().into(),
+            }
+            crate::output::outln!("{}", serde_json::to_string_pretty(&v)?);
             return Ok(0);
         }
         crate::output::outln!("file:        {}", self.file.display());
@@ -32,10 +76,14 @@ impl InspectCommand {
         crate::output::outln!("read-only:   {}", i.info.read_only);
         crate::output::outln!("subject:     {}", i.info.permission_subject.as_deref().unwrap_or("(none)"));
         let ceiling: Vec<String> = i.info.capabilities.iter().map(ToString::to_string).collect();
-        crate::output::outln!(
-            "ceiling:     {}",
-            if ceiling.is_empty() { "nothing".into() } else { ceiling.join(", ") }
-        );
+        crate::output::outln!("ceiling:     {}", list_or(&ceiling, "nothing"));
+        match &here {
+            Ok(g) => {
+                crate::output::outln!("granted:     {} ({} grant)", list_or(&g.grant, "nothing"), g.grant_from);
+                crate::output::outln!("network:     {}", list_or(&g.net, "none (no name lookups, sockets or HTTP)"));
+            }
+            Err(e) => crate::output::outln!("granted:     would not load here: {e}"),
+        }
         crate::output::outln!("imports:");
         for name in &i.imports {
             crate::output::outln!("  {name}");

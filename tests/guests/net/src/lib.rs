@@ -11,10 +11,14 @@
 //!   to 5 redirects (each a new request), with the optional `connect_timeout_ms` and
 //!   `first_byte_timeout_ms` request options; `parallel` sends that many requests at once and
 //!   waits for all (each response kept open until every one has come).
+//! - `udp_echo`: send the datagram `payload` to `host:port` from an unconnected UDP socket and
+//!   wait (at most 10 s) for the first datagram back; report where it came from.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolhost_sdk::{Capability, Output, Tool, ToolError, export_tool};
+use wasip2::clocks::monotonic_clock::subscribe_duration;
+use wasip2::io::poll::poll;
 use wasip2::io::streams::StreamError;
 use wasip2::sockets::instance_network::instance_network;
 use wasip2::sockets::ip_name_lookup::resolve_addresses;
@@ -22,6 +26,8 @@ use wasip2::sockets::network::{
     ErrorCode, IpAddress, IpAddressFamily, IpSocketAddress, Ipv4SocketAddress, Ipv6SocketAddress, Network,
 };
 use wasip2::sockets::tcp_create_socket::create_tcp_socket;
+use wasip2::sockets::udp::OutgoingDatagram;
+use wasip2::sockets::udp_create_socket::create_udp_socket;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -30,6 +36,7 @@ enum Op {
     TcpConnect,
     HttpGet,
     WasiHttp,
+    UdpEcho,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -41,6 +48,7 @@ struct Input {
     connect_timeout_ms: Option<u64>,
     first_byte_timeout_ms: Option<u64>,
     parallel: Option<u32>,
+    payload: Option<String>,
 }
 
 struct Net;
@@ -72,9 +80,9 @@ fn show(ip: &IpAddress) -> String {
     }
 }
 
-/// Connect to `host:port`, send `request`, read until the server closes.
-fn exchange(host: &str, port: u16, request: &[u8]) -> Result<Vec<u8>, ToolError> {
-    let network = instance_network();
+/// The addresses of `host`: an IP literal as is, a name looked up. IPv4 first: the test
+/// servers listen on 127.0.0.1 while `localhost` may resolve to ::1 too.
+fn address_of(network: &Network, host: &str) -> Result<IpAddress, ToolError> {
     let ips = match host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>() {
         Ok(std::net::IpAddr::V4(v4)) => {
             let [a, b, c, d] = v4.octets();
@@ -84,21 +92,37 @@ fn exchange(host: &str, port: u16, request: &[u8]) -> Result<Vec<u8>, ToolError>
             let s = v6.segments();
             vec![IpAddress::Ipv6((s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]))]
         }
-        Err(_) => resolve(&network, host)?,
+        Err(_) => resolve(network, host)?,
     };
-    // IPv4 first: the test servers listen on 127.0.0.1 while `localhost` may resolve to ::1 too.
-    let ip = ips
-        .iter()
+    ips.iter()
         .find(|ip| matches!(ip, IpAddress::Ipv4(_)))
         .or(ips.first())
-        .ok_or_else(|| ToolError::Failed(format!("{host} has no address")))?;
-    let (family, addr) = match *ip {
+        .copied()
+        .ok_or_else(|| ToolError::Failed(format!("{host} has no address")))
+}
+
+fn socket_address(ip: IpAddress, port: u16) -> (IpAddressFamily, IpSocketAddress) {
+    match ip {
         IpAddress::Ipv4(a) => (IpAddressFamily::Ipv4, IpSocketAddress::Ipv4(Ipv4SocketAddress { port, address: a })),
         IpAddress::Ipv6(a) => (
             IpAddressFamily::Ipv6,
             IpSocketAddress::Ipv6(Ipv6SocketAddress { port, address: a, flow_info: 0, scope_id: 0 }),
         ),
-    };
+    }
+}
+
+fn show_socket(addr: &IpSocketAddress) -> String {
+    match addr {
+        IpSocketAddress::Ipv4(a) => format!("{}:{}", show(&IpAddress::Ipv4(a.address)), a.port),
+        IpSocketAddress::Ipv6(a) => format!("[{}]:{}", show(&IpAddress::Ipv6(a.address)), a.port),
+    }
+}
+
+/// Connect to `host:port`, send `request`, read until the server closes.
+fn exchange(host: &str, port: u16, request: &[u8]) -> Result<Vec<u8>, ToolError> {
+    let network = instance_network();
+    let ip = &address_of(&network, host)?;
+    let (family, addr) = socket_address(*ip, port);
     let what = || format!("connecting to {host}:{port} ({})", show(ip));
     let socket = create_tcp_socket(family).map_err(|c| err(what(), c))?;
     socket.start_connect(&network, addr).map_err(|c| err(what(), c))?;
@@ -265,6 +289,55 @@ mod web {
     }
 }
 
+/// Send `payload` to `host:port` from an unconnected socket (so that any sender could answer
+/// and the sandbox's receive check is what filters) and wait for the first datagram back.
+fn udp_echo(host: &str, port: u16, payload: &str) -> Result<String, ToolError> {
+    let network = instance_network();
+    let ip = address_of(&network, host)?;
+    let (family, remote) = socket_address(ip, port);
+    let what = |step: &str| format!("udp {step} {host}:{port}");
+    let socket = create_udp_socket(family).map_err(|c| err(what("socket for"), c))?;
+    let (_, local) = socket_address(
+        match family {
+            IpAddressFamily::Ipv4 => IpAddress::Ipv4((0, 0, 0, 0)),
+            IpAddressFamily::Ipv6 => IpAddress::Ipv6((0, 0, 0, 0, 0, 0, 0, 0)),
+        },
+        0,
+    );
+    socket.start_bind(&network, local).map_err(|c| err(what("bind for"), c))?;
+    loop {
+        match socket.finish_bind() {
+            Ok(()) => break,
+            Err(ErrorCode::WouldBlock) => socket.subscribe().block(),
+            Err(c) => return Err(err(what("bind for"), c)),
+        }
+    }
+    let (incoming, outgoing) = socket.stream(None).map_err(|c| err(what("stream to"), c))?;
+    let datagram = OutgoingDatagram { data: payload.as_bytes().to_vec(), remote_address: Some(remote) };
+    loop {
+        match outgoing.check_send() {
+            Ok(0) => outgoing.subscribe().block(),
+            Ok(_) => break,
+            Err(c) => return Err(err(what("send to"), c)),
+        }
+    }
+    let sent = outgoing.send(std::slice::from_ref(&datagram)).map_err(|c| err(what("send to"), c))?;
+    if sent != 1 {
+        return Err(ToolError::Failed(format!("{}: nothing sent", what("send to"))));
+    }
+    let deadline = subscribe_duration(10_000_000_000);
+    loop {
+        let got = incoming.receive(1).map_err(|c| err(what("receive from"), c))?;
+        if let Some(d) = got.first() {
+            return Ok(format!("reply from {}: {}", show_socket(&d.remote_address), String::from_utf8_lossy(&d.data)));
+        }
+        let ready = incoming.subscribe();
+        if poll(&[&ready, &deadline]).contains(&1) {
+            return Err(ToolError::Failed(format!("{}: no reply within 10 s", what("receive from"))));
+        }
+    }
+}
+
 fn need<T: Clone>(value: &Option<T>, what: &str) -> Result<T, ToolError> {
     value.clone().ok_or_else(|| ToolError::InvalidInput(format!("`{what}` is required")))
 }
@@ -272,7 +345,8 @@ fn need<T: Clone>(value: &Option<T>, what: &str) -> Result<T, ToolError> {
 impl Tool for Net {
     type Input = Input;
     const NAME: &'static str = "Net";
-    const DESCRIPTION: &'static str = "Looks up names, opens TCP connections and GETs URLs, for network sandbox tests.";
+    const DESCRIPTION: &'static str =
+        "Looks up names, opens TCP connections, sends UDP datagrams and GETs URLs, for network sandbox tests.";
 
     fn capabilities() -> Vec<Capability> {
         vec![Capability::Net("*".into())]
@@ -312,6 +386,12 @@ impl Tool for Net {
                     }
                 }
                 Err(ToolError::Failed(format!("too many redirects: {}", hops.join(", "))))
+            }
+            Op::UdpEcho => {
+                let host = need(&input.host, "host")?;
+                let port = need(&input.port, "port")?;
+                let payload = input.payload.unwrap_or_else(|| "ping".into());
+                Ok(Output::text(udp_echo(&host, port, &payload)?))
             }
             Op::WasiHttp => {
                 let url = need(&input.url, "url")?;
