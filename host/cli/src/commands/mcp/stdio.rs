@@ -6,6 +6,11 @@
 //! over [`MAX_LINE_BYTES`] or a JSON value that is not a message with an invalid-request error
 //! (-32600). Either way the server keeps serving. It also stamps each `tools/call` with its
 //! arrival ticket, so calls are scheduled in the order they arrived on the wire.
+//!
+//! rmcp races `receive` against its other events in a `select!` and drops it when another
+//! wins, so `receive` must never await anything that would be lost with it: every line out
+//! (answers and these errors alike) is queued without awaiting to one writer task, which
+//! writes them in the order they were queued.
 
 use super::schedule::Scheduler;
 use rmcp::RoleServer;
@@ -15,34 +20,102 @@ use rmcp::transport::Transport;
 use serde_json::Value;
 use std::sync::Arc;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::Mutex;
+use tokio::sync::{mpsc, oneshot};
 
 /// The longest line (one message) read from stdin: 16 MiB.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// A line-delimited JSON-RPC transport over any reader and writer (stdin and stdout in
 /// production).
-pub struct LineTransport<R, W> {
+pub struct LineTransport<R> {
     read: R,
     line: Vec<u8>,
     /// Dropping the rest of a line already found too long.
     discarding: bool,
-    write: Arc<Mutex<W>>,
+    write: Writer,
     max_line: usize,
     scheduler: Arc<Scheduler>,
 }
 
-impl<R, W> LineTransport<R, W>
+/// One line for the writer task, and where to report that it was written (or why not).
+struct Queued {
+    line: Vec<u8>,
+    done: Option<oneshot::Sender<std::io::Result<()>>>,
+}
+
+/// The queue of the task that owns the output.
+#[derive(Clone)]
+struct Writer(mpsc::UnboundedSender<Queued>);
+
+impl Writer {
+    /// Start the task writing to `out`. It ends when every sender is gone.
+    fn spawn<W: AsyncWrite + Unpin + Send + 'static>(mut out: W) -> Self {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Queued>();
+        tokio::spawn(async move {
+            while let Some(Queued { line, done }) = rx.recv().await {
+                let written = async {
+                    out.write_all(&line).await?;
+                    out.flush().await
+                }
+                .await;
+                match done {
+                    Some(done) => {
+                        let _ = done.send(written);
+                    }
+                    None => {
+                        if let Err(e) = written {
+                            tracing::warn!("cannot write an error response: {e}");
+                        }
+                    }
+                }
+            }
+        });
+        Writer(tx)
+    }
+
+    /// Queue an encoded line (see [`line`]), now; the future says when it was written.
+    fn queue(&self, line: std::io::Result<Vec<u8>>) -> impl Future<Output = std::io::Result<()>> + Send + use<> {
+        let (done, written) = oneshot::channel();
+        let queued = line.and_then(|line| self.0.send(Queued { line, done: Some(done) }).map_err(|_| closed()));
+        async move {
+            queued?;
+            written.await.unwrap_or_else(|_| Err(closed()))
+        }
+    }
+
+    /// Queue `message` and forget it (a failed write is logged).
+    fn queue_detached(&self, message: &impl serde::Serialize) {
+        match line(message) {
+            Ok(line) => {
+                let _ = self.0.send(Queued { line, done: None });
+            }
+            Err(e) => tracing::warn!("cannot encode an error response: {e}"),
+        }
+    }
+}
+
+/// `message` as JSON and a newline.
+fn line(message: &impl serde::Serialize) -> std::io::Result<Vec<u8>> {
+    let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+fn closed() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the output was closed")
+}
+
+impl<R> LineTransport<R>
 where
     R: AsyncBufRead + Unpin + Send,
-    W: AsyncWrite + Unpin + Send + 'static,
 {
-    pub fn new(read: R, write: W, scheduler: Arc<Scheduler>) -> Self {
+    /// Must be called within a tokio runtime: it starts the writer task.
+    pub fn new<W: AsyncWrite + Unpin + Send + 'static>(read: R, write: W, scheduler: Arc<Scheduler>) -> Self {
         LineTransport {
             read,
             line: Vec::new(),
             discarding: false,
-            write: Arc::new(Mutex::new(write)),
+            write: Writer::spawn(write),
             max_line: MAX_LINE_BYTES,
             scheduler,
         }
@@ -81,35 +154,18 @@ where
         }
     }
 
-    /// Answer a message that never reaches the protocol layer.
-    fn write_error(&self, id: Option<RequestId>, error: ErrorData) -> impl Future<Output = ()> + Send + 'static {
-        let write = self.write.clone();
-        async move {
-            // Built by hand: JSON-RPC wants `"id": null` when the id is unknown, which rmcp's
-            // message type leaves out.
-            let message = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
-            if let Err(e) = write_message(&write, &message).await {
-                tracing::warn!("cannot write an error response: {e}");
-            }
-        }
+    /// Answer a message that never reaches the protocol layer. Queued, not awaited: see the
+    /// module's doc.
+    fn write_error(&self, id: Option<RequestId>, error: ErrorData) {
+        // Built by hand: JSON-RPC wants `"id": null` when the id is unknown, which rmcp's
+        // message type leaves out.
+        self.write.queue_detached(&serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error}));
     }
 }
 
-async fn write_message<W: AsyncWrite + Unpin>(
-    write: &Mutex<W>,
-    message: &impl serde::Serialize,
-) -> std::io::Result<()> {
-    let mut line = serde_json::to_vec(message).map_err(std::io::Error::other)?;
-    line.push(b'\n');
-    let mut w = write.lock().await;
-    w.write_all(&line).await?;
-    w.flush().await
-}
-
-impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+impl<R> Transport<RoleServer> for LineTransport<R>
 where
     R: AsyncBufRead + Unpin + Send,
-    W: AsyncWrite + Unpin + Send + 'static,
 {
     type Error = std::io::Error;
 
@@ -117,8 +173,7 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let write = self.write.clone();
-        async move { write_message(&write, &item).await }
+        self.write.queue(line(&item))
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
@@ -131,7 +186,7 @@ where
                         "Invalid Request: the message is longer than the limit of {} bytes (16 MiB); it was dropped",
                         self.max_line
                     );
-                    self.write_error(None, ErrorData::new(ErrorCode::INVALID_REQUEST, message, None)).await;
+                    self.write_error(None, ErrorData::new(ErrorCode::INVALID_REQUEST, message, None));
                     continue;
                 }
                 Err(e) => {
@@ -152,8 +207,7 @@ where
                 Ok(v) => v,
                 Err(e) => {
                     tracing::debug!("unparsable message: {e}");
-                    self.write_error(None, ErrorData::new(ErrorCode::PARSE_ERROR, format!("Parse error: {e}"), None))
-                        .await;
+                    self.write_error(None, ErrorData::new(ErrorCode::PARSE_ERROR, format!("Parse error: {e}"), None));
                     continue;
                 }
             };
@@ -180,13 +234,47 @@ where
                     } else {
                         ErrorData::new(ErrorCode::INVALID_REQUEST, format!("Invalid Request: {e}"), None)
                     };
-                    self.write_error(id, error).await;
+                    self.write_error(id, error);
                 }
             }
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.write.lock().await.flush().await
+        // Everything queued before is written once this is: the queue is in order.
+        self.write.queue(Ok(Vec::new())).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::io::BufReader;
+
+    /// rmcp drops `receive` when another event wins its `select!`. An error answer queued by
+    /// a dropped `receive` must still be written, whole, even if the output was not ready.
+    #[tokio::test]
+    async fn an_error_answer_outlives_the_receive_that_queued_it() {
+        let input: &[u8] = b"{\"hello\":\"world\"}\nnot json\n";
+        // A pipe that holds 8 bytes: the answer cannot be written in one go.
+        let (out, answers) = tokio::io::duplex(8);
+        let mut transport = LineTransport::new(input, out, Scheduler::new());
+        // Polled once, then dropped (the timeout polls the future before its deadline).
+        let _ = tokio::time::timeout(Duration::ZERO, transport.receive()).await;
+
+        let mut answers = BufReader::new(answers).lines();
+        let mut next = async || {
+            let line = tokio::time::timeout(Duration::from_secs(60), answers.next_line()).await;
+            let line = line.expect("an answer came").expect("readable").expect("a line");
+            serde_json::from_str::<Value>(&line).expect("JSON")
+        };
+        let first = next().await;
+        assert_eq!(first["error"]["code"], -32600, "{first}");
+        assert_eq!(first["id"], Value::Null, "{first}");
+        // And a later `receive` goes on from where the dropped one stopped.
+        assert!(transport.receive().await.is_none(), "the input is used up");
+        let second = next().await;
+        assert_eq!(second["error"]["code"], -32700, "{second}");
     }
 }
