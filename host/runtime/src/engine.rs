@@ -94,6 +94,10 @@ fn config(options: &EngineOptions, pooling: bool) -> Config {
     c.epoch_interruption(true);
     c.consume_fuel(options.fuel);
     c.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    // Enough frames to see unbounded recursion in a trap's call stack (outcome.rs tells a
+    // shadow-stack overflow from other out-of-bounds accesses that way); frame-pointer walks
+    // are cheap, and only a trap pays for one.
+    c.wasm_backtrace_max_frames(std::num::NonZeroUsize::new(crate::outcome::BACKTRACE_FRAMES));
     if pooling {
         let n = options.max_instances;
         let mut p = PoolingAllocationConfig::new();

@@ -146,6 +146,17 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, tool: &str, lim
                 OutcomeKind::StackOverflow,
                 format!("Tool {tool} overflowed its stack (unbounded recursion?).{}", tail_note(&stderr)),
             ),
+            // A shadow stack (the part of the stack a compiler keeps in linear memory, below
+            // the data) that runs out wraps below address 0: the trap is an out-of-bounds
+            // access, and wasmtime does not say where. What gives it away is the call stack.
+            Trap::MemoryOutOfBounds if let Some((depth, function)) = deep_recursion(err) => Failure::new(
+                OutcomeKind::StackOverflow,
+                format!(
+                    "Tool {tool} overflowed its stack (unbounded recursion?): at least {depth} nested calls of \
+                     {function} ran out the stack it keeps in linear memory.{}",
+                    tail_note(&stderr)
+                ),
+            ),
             other => match panic_message(&stderr) {
                 // What the guest printed before the panic (e.g. a Python traceback, where the
                 // panic line itself only says that an exception escaped) is kept too.
@@ -164,6 +175,35 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, tool: &str, lim
         );
     }
     Failure::new(OutcomeKind::HostError, format!("Tool {tool} failed in the host: {err:#}{}", tail_note(&stderr)))
+}
+
+/// Frames of one function on the call stack from which a trap counts as a stack overflow.
+/// Far above what a non-recursive program reaches, and below what a 1 MiB shadow stack holds
+/// at 2 KiB a frame (512).
+const DEEP_RECURSION_FRAMES: usize = 256;
+
+/// Frames a trap's backtrace keeps (the engine's setting): more than
+/// [`DEEP_RECURSION_FRAMES`], so that a recursion that deep can be seen.
+pub(crate) const BACKTRACE_FRAMES: usize = 320;
+
+/// The depth and name of the function that recursed when `err`'s call stack holds at least
+/// [`DEEP_RECURSION_FRAMES`] frames of one function.
+fn deep_recursion(err: &wasmtime::Error) -> Option<(usize, String)> {
+    let backtrace = err.downcast_ref::<wasmtime::WasmBacktrace>()?;
+    most_repeated(backtrace.frames().iter().map(|f| {
+        let name = f.func_name().map_or_else(|| format!("function {}", f.func_index()), str::to_string);
+        (f.module().name().map(str::to_string), f.func_index(), name)
+    }))
+    .filter(|(depth, _)| *depth >= DEEP_RECURSION_FRAMES)
+}
+
+/// The function (module, index, display name) found most often among `frames`, and how often.
+fn most_repeated(frames: impl Iterator<Item = (Option<String>, u32, String)>) -> Option<(usize, String)> {
+    let mut counts: std::collections::HashMap<(Option<String>, u32), (usize, String)> = Default::default();
+    for (module, index, name) in frames {
+        counts.entry((module, index)).or_insert((0, name)).0 += 1;
+    }
+    counts.into_values().max_by_key(|(n, _)| *n)
 }
 
 /// The message of a Rust panic as printed by std's panic hook:
@@ -217,5 +257,13 @@ mod tests {
         let py = "Traceback (most recent call last):\n  File \"app.py\", line 3\nValueError: bad row\nthread '<unnamed>' panicked at src/lib.rs:1:1:\nPython function threw an unexpected exception\n";
         assert!(before_panic(py).ends_with("ValueError: bad row\n"), "{:?}", before_panic(py));
         assert_eq!(before_panic(s), "");
+    }
+
+    #[test]
+    fn the_most_repeated_function_is_told_apart_by_module() {
+        let frame = |m: &str, i: u32| (Some(m.to_string()), i, format!("{m}#{i}"));
+        let frames = vec![frame("a", 1), frame("a", 2), frame("a", 2), frame("b", 2), frame("b", 2), frame("b", 2)];
+        assert_eq!(most_repeated(frames.into_iter()), Some((3, "b#2".to_string())));
+        assert_eq!(most_repeated(std::iter::empty()), None);
     }
 }
