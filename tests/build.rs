@@ -20,6 +20,8 @@ const GUESTS: &[&str] = &[
     "ctx",
     "burn",
     "net",
+    "hostile",
+    "liar",
 ];
 
 fn main() {

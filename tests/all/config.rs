@@ -117,6 +117,28 @@ matcher = "Read"
     assert_error_lines(&stderr(&o), &want);
 }
 
+#[test]
+fn a_path_glob_that_does_not_compile_is_an_error_at_its_position() {
+    // A deny rule whose glob does not compile would match nothing (fail open): it is an error,
+    // and so is an ask-before-writing pattern that does not compile.
+    let ws = workspace();
+    let cfg = ws.path().join("toolhost.toml");
+    fs::write(&cfg, "[permissions]\ndeny = [\"Read(src/[)\"]\nprotected = [\".tool-versions\", \"hooks/{a\"]\n")
+        .unwrap();
+    let o = run(ws.path(), &["config", "check", cfg.to_str().unwrap()]);
+    assert_exit(&o, 2);
+    let f = cfg.display();
+    let want = [
+        format!(
+            "{f}:2:9: permissions.deny[0]: invalid permission rule \"Read(src/[)\": \"src/[\" is not a valid path glob: \
+             unclosed character class; missing ']'"
+        ),
+        format!("{f}:3:32: permissions.protected[1]: \"hooks/{{a\" is not a valid path glob: unclosed alternate group"),
+        format!("2 errors in {f}"),
+    ];
+    assert_error_lines(&stderr(&o), &want);
+}
+
 /// `err` is one line per error, each starting with its `want`, then the count line.
 fn assert_error_lines(err: &str, want: &[String]) {
     let lines: Vec<&str> = err.lines().collect();

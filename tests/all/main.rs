@@ -2,6 +2,8 @@
 //! sandbox, loading, and the command line.
 
 mod batch;
+mod boundary;
+mod cache;
 mod cli;
 mod config;
 mod default_tools;

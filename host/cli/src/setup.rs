@@ -40,6 +40,10 @@ pub struct GlobalArgs {
     /// More logging on stderr (-v, -vv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Files of this command the host reads or writes (a session file, an events file): no tool
+    /// may write them (see [`toolhost::RuntimeBuilder::protect`]).
+    #[arg(skip)]
+    pub protect: Vec<(PathBuf, String)>,
 }
 
 fn parse_mode(s: &str) -> Result<toolhost_policy::Mode, String> {
@@ -68,17 +72,18 @@ pub struct Loaded {
 
 /// The config named by `--config`, or `./toolhost.toml` if it exists, or none.
 pub fn load_config(args: &GlobalArgs) -> Result<Config> {
-    let path = match &args.config {
-        Some(p) => p.clone(),
-        None => {
-            let default = PathBuf::from("toolhost.toml");
-            if !default.is_file() {
-                return Ok(Config::default());
-            }
-            default
-        }
-    };
-    Config::load(&path).map_err(anyhow::Error::from)
+    match config_path(args) {
+        Some(path) => Config::load(&path).map_err(anyhow::Error::from),
+        None => Ok(Config::default()),
+    }
+}
+
+/// The config file in use: `--config`, or `./toolhost.toml` if it exists.
+pub fn config_path(args: &GlobalArgs) -> Option<PathBuf> {
+    match &args.config {
+        Some(p) => Some(p.clone()),
+        None => Some(PathBuf::from("toolhost.toml")).filter(|p| p.is_file()),
+    }
 }
 
 /// The workspace: `--workspace`, else the current directory.
@@ -159,6 +164,17 @@ async fn build_and_load(
     if let Some(decider) = decider {
         builder = builder.decider(decider);
     }
+    // What the host reads later and runs or trusts: no tool may change it (the MCP server
+    // reloads exactly these).
+    if let Some(path) = config_path(args) {
+        builder = builder.protect(absolute(&path)?, "the config file in use");
+    }
+    for dir in &args.tools {
+        builder = builder.protect(absolute(dir)?, "a tools directory");
+    }
+    for (path, what) in &args.protect {
+        builder = builder.protect(absolute(path)?, what.clone());
+    }
     if let Some(dir) = cache_dir() {
         builder = builder.cache_dir(dir);
     }
@@ -213,6 +229,44 @@ async fn build_and_load(
         }
     }
     Ok(Loaded { runtime, load_errors })
+}
+
+/// `path` made absolute against the current directory (not the workspace: command-line paths
+/// are the user's).
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))
+}
+
+/// Replace the file at `path` with `bytes`: written to a new file beside it, then renamed over
+/// it, so a link a tool planted at `path` is replaced, never followed.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = new_file(path)?;
+    std::io::Write::write_all(&mut file, bytes).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// A new, empty file at `path` (whatever was there, a planted link included, is replaced, not
+/// followed), open for writing.
+pub fn new_file(path: &Path) -> Result<std::fs::File> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("creating a file in {}", dir.display()))?;
+    tmp.persist(path).map_err(|e| anyhow::Error::from(e.error)).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Read a file of the host's without following a link at its last component.
+pub fn read_own_file(path: &Path) -> Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+        .with_context(|| format!("reading {} (a link is not followed)", path.display()))?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut file, &mut text).with_context(|| format!("reading {}", path.display()))?;
+    Ok(text)
 }
 
 /// `TOOLHOST_MAX_CONCURRENCY`, which overrides the config. Anything but an integer >= 1 is an
@@ -270,9 +324,7 @@ pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
 /// `--events FILE`, as JSON lines in that file. Never on stdout: that is data.
 fn event_printer(display: Arc<Display>, events_file: Option<&Path>) -> Result<toolhost::EventSink> {
     let file = match events_file {
-        Some(p) => {
-            Some(std::sync::Mutex::new(std::fs::File::create(p).with_context(|| format!("--events {}", p.display()))?))
-        }
+        Some(p) => Some(std::sync::Mutex::new(new_file(p).with_context(|| format!("--events {}", p.display()))?)),
         None => None,
     };
     Ok(Arc::new(move |event| {

@@ -20,7 +20,7 @@
 //! assert!(shown[1].starts_with("toolhost.toml:5:11: tools.Read.grant.fs_reed: unknown field"));
 //! ```
 
-use crate::{Grant, HookMatcher, Limits, Mode, Rule, Rules, normalize};
+use crate::{Grant, HookMatcher, Limits, Mode, PathPattern, Rule, Rules, normalize};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,7 +67,8 @@ impl std::fmt::Debug for Source {
         f.debug_struct("Source").field("file", &self.file).finish_non_exhaustive()
     }
 }
-/// `[permissions]`: the mode and the allow / ask / deny rules (Claude Code syntax).
+/// `[permissions]`: the mode, the allow / ask / deny rules (Claude Code syntax), and the
+/// files other programs run that tools may write only with a person's yes.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PermissionsConfig {
@@ -82,12 +83,23 @@ pub struct PermissionsConfig {
     /// Calls refused.
     #[serde(default)]
     pub deny: Vec<Spanned<String>>,
+    /// Gitignore-style patterns ([`PathPattern`]) of files other programs run, on top of
+    /// [`crate::DEFAULT_ASK_BEFORE_WRITING`]: a tool's write to one needs a person's yes for
+    /// that very call, in every mode (see [`crate::PathPolicy::ask_before_writing`]).
+    #[serde(default)]
+    pub protected: Vec<Spanned<String>>,
 }
 
 impl PermissionsConfig {
     /// The mode (checked at parse time; `default` when absent).
     pub fn mode(&self) -> Mode {
         self.mode.as_ref().and_then(|m| m.get_ref().parse().ok()).unwrap_or_default()
+    }
+
+    /// The extra ask-before-writing patterns as written (checked at parse time), for
+    /// [`crate::PathPolicy::ask_before_writing`].
+    pub fn protected(&self) -> Vec<&str> {
+        self.protected.iter().map(|p| p.get_ref().as_str()).collect()
     }
 
     /// The rules (checked at parse time).
@@ -251,7 +263,8 @@ impl Config {
     }
 
     /// Parse and check a config file's text, reporting every error at once: syntax errors,
-    /// unknown keys, values of the wrong type or out of range, bad permission rules and hook
+    /// unknown keys, values of the wrong type or out of range, bad permission rules (a path
+    /// glob that does not compile among them), `permissions.protected` patterns and hook
     /// matchers, and tool paths that do not exist (relative to `file`'s directory).
     ///
     /// # Errors
@@ -643,6 +656,11 @@ impl Checker<'_> {
                 }
             }
         }
+        for (i, pattern) in p.protected.iter().enumerate() {
+            if let Err(e) = PathPattern::new(pattern.get_ref()) {
+                self.error(pattern.span().start, format!("permissions.protected[{i}]: {e}"));
+            }
+        }
         let h = &config.hooks;
         for (key, hooks) in [
             ("pre_tool_use", &h.pre_tool_use),
@@ -866,6 +884,35 @@ matcher = "Read"
         // `parse` is the same check without the file system, stopping at the first error.
         let first = parse(text).unwrap_err();
         assert_eq!((first.line, first.column), (1, 1), "{first}");
+    }
+
+    #[test]
+    fn path_globs_that_do_not_compile_are_errors_at_their_position() {
+        // A deny rule whose glob does not compile would match nothing: it must not load.
+        let text =
+            "[permissions]\ndeny = [\"Read(src/**)\", \"Read(src/[)\"]\nprotected = [\"deploy/*.sh\", \"hooks/{a\"]\n";
+        assert_errors(
+            &errors(text),
+            &[
+                (
+                    2,
+                    25,
+                    "permissions.deny[1]: invalid permission rule \"Read(src/[)\": \"src/[\" is not a valid path glob: \
+                     unclosed character class; missing ']'",
+                ),
+                (3, 29, "permissions.protected[1]: \"hooks/{a\" is not a valid path glob: unclosed alternate group"),
+            ],
+        );
+        let e = parse(text).unwrap_err();
+        assert_eq!((e.line, e.column), (2, 25), "{e}");
+
+        let c = parse("[permissions]\nprotected = [\"deploy/*.sh\", \".tool-versions\"]\n").unwrap();
+        assert_eq!(c.permissions.protected(), ["deploy/*.sh", ".tool-versions"]);
+        assert!(parse("").unwrap().permissions.protected().is_empty());
+        assert_errors(
+            &errors("[permissions]\nprotected = \"x\"\n"),
+            &[(2, 13, "permissions.protected: invalid type: string \"x\", expected a sequence")],
+        );
     }
 
     #[test]

@@ -7,6 +7,12 @@
 //! The central rule: a tool's **effective grant** is its declared ceiling intersected with the
 //! operator's grant ([`effective_grant`]). Nothing else reaches the sandbox.
 //!
+//! Permission rules ([`Rules`]) decide whether a call runs at all; inside the directories a
+//! grant opens, a [`PathPolicy`] decides each file operation: paths toolhost depends on,
+//! paths a deny rule covers, and files other programs run (written only with a person's yes).
+//! Path patterns ([`PathPattern`]) are compiled when they are read, so one that does not
+//! compile is a config error, never a rule that silently matches nothing.
+//!
 //! ## Example
 //!
 //! ```
@@ -23,20 +29,24 @@
 
 mod capability;
 mod config;
+mod fs;
 mod grant;
 mod hook;
 mod limits;
 mod net;
 mod path;
+mod path_pattern;
 mod permission;
 
 pub use capability::Capability;
 pub use config::{
     Config, ConfigError, HookConfig, HooksConfig, LimitsConfig, PermissionsConfig, TlsConfig, ToolConfig,
 };
+pub use fs::{DEFAULT_ASK_BEFORE_WRITING, FsAccess, FsRefusal, PathPolicy};
 pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant, grant_excess};
 pub use hook::HookMatcher;
 pub use limits::Limits;
 pub use net::{HostPattern, NetPattern, NetPatternError, PortPattern, WEB_PORTS, normalize_host};
 pub use path::{normalize, resolve};
-pub use permission::{Decision, Mode, Request, Rule, RuleError, Rules, SubjectKind};
+pub use path_pattern::{PathPattern, PathPatternError};
+pub use permission::{Decision, Mode, Request, Rule, RuleError, RulePattern, Rules, SubjectKind};

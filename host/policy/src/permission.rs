@@ -2,15 +2,20 @@
 //!
 //! A rule is `Tool`, `Tool(*)` or `Tool(pattern)`. The pattern is matched against the value at
 //! the tool's `permission-subject` (e.g. `/file_path`):
-//! - paths: gitignore-style globs, relative to the workspace (`src/**`, `*.env` at any depth),
-//!   or absolute with a leading `//` (`//etc/**`);
+//! - paths: gitignore-style globs ([`PathPattern`]), relative to the workspace (`src/**`,
+//!   `*.env` at any depth), or absolute with a leading `//` (`//etc/**`);
 //! - URLs: host patterns (`api.github.com`, `*.github.com`, or Claude Code's `domain:HOST`);
 //! - anything else: the exact value, or a prefix with `prefix:*`.
+//!
+//! A rule's subject kind is only known when a call arrives, so every pattern but a `domain:` or
+//! `prefix:*` one must compile as a path glob when the rule is parsed: a deny rule whose glob
+//! does not compile would otherwise match nothing, failing open.
 //!
 //! Rules combine deny > ask > allow; then the mode decides what no rule covers.
 //!
 
 use crate::path::{normalize, resolve};
+use crate::path_pattern::{PathPattern, PathPatternError};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -20,7 +25,61 @@ pub struct Rule {
     /// The tool name it applies to.
     pub tool: String,
     /// `None`: the whole tool (`Tool` or `Tool(*)`); otherwise the pattern between parentheses.
-    pub pattern: Option<String>,
+    pub pattern: Option<RulePattern>,
+}
+
+/// The pattern of a [`Rule`]: its text, and its path glob compiled once, when the rule is
+/// parsed. Two patterns are equal when their text is.
+#[derive(Debug, Clone)]
+pub struct RulePattern {
+    text: String,
+    /// `None` only for a pattern that is not about paths (`domain:HOST`, `prefix:*`).
+    path: Option<PathPattern>,
+}
+
+impl RulePattern {
+    /// Compile a pattern. A `domain:HOST` or `prefix:*` pattern is not about paths: it never
+    /// matches a path subject and needs no glob.
+    ///
+    /// # Errors
+    ///
+    /// Any other pattern that does not compile as a path glob (see [`PathPattern::new`]).
+    pub fn new(text: &str) -> Result<Self, PathPatternError> {
+        let path = if text.starts_with("domain:") || text.ends_with(":*") { None } else { Some(text.parse()?) };
+        Ok(RulePattern { text: text.to_string(), path })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The pattern as a path glob; `None` for a `domain:` or `prefix:*` pattern.
+    pub fn path(&self) -> Option<&PathPattern> {
+        self.path.as_ref()
+    }
+}
+
+impl FromStr for RulePattern {
+    type Err = PathPatternError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RulePattern::new(s)
+    }
+}
+
+impl PartialEq for RulePattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for RulePattern {}
+
+impl std::fmt::Display for RulePattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
 }
 
 /// Why a rule could not be parsed.
@@ -49,7 +108,7 @@ impl FromStr for Rule {
                 if inner.is_empty() {
                     return Err(err("empty pattern: write `Tool` or `Tool(*)` for the whole tool"));
                 }
-                (&s[..open], if inner == "*" { None } else { Some(inner.to_string()) })
+                (&s[..open], if inner == "*" { None } else { Some(inner) })
             }
         };
         if tool.is_empty() || !tool.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
@@ -58,11 +117,12 @@ impl FromStr for Rule {
         if tool.len() > 64 {
             return Err(err("the tool name is longer than 64 characters"));
         }
-        if let Some(p) = &pattern
+        if let Some(p) = pattern
             && p.contains('\n')
         {
             return Err(err("a pattern cannot span lines"));
         }
+        let pattern = pattern.map(RulePattern::new).transpose().map_err(|e| err(&e.to_string()))?;
         Ok(Rule { tool: tool.to_string(), pattern })
     }
 }
@@ -106,7 +166,8 @@ impl SubjectKind {
 
 impl Rule {
     /// Whether this rule covers a call of `tool` whose subject is `subject`. A rule with a
-    /// pattern never matches a call without a subject.
+    /// pattern never matches a call without a subject, and a `domain:` or `prefix:*` pattern
+    /// never matches a path.
     pub fn matches(&self, tool: &str, subject: Option<(&str, SubjectKind)>, workspace: &Path) -> bool {
         if self.tool != tool {
             return false;
@@ -114,39 +175,19 @@ impl Rule {
         let Some(pattern) = &self.pattern else { return true };
         let Some((value, kind)) = subject else { return false };
         match kind {
-            SubjectKind::Path => path_matches(pattern, value, workspace),
-            SubjectKind::Url => host_matches(pattern.strip_prefix("domain:").unwrap_or(pattern), url_host(value)),
-            SubjectKind::Text => match pattern.strip_suffix(":*") {
+            SubjectKind::Path => {
+                pattern.path().is_some_and(|p| p.matches(&resolve(value, workspace), &normalize(workspace)))
+            }
+            SubjectKind::Url => {
+                let pattern = pattern.as_str();
+                host_matches(pattern.strip_prefix("domain:").unwrap_or(pattern), url_host(value))
+            }
+            SubjectKind::Text => match pattern.as_str().strip_suffix(":*") {
                 Some(prefix) => value.starts_with(prefix),
-                None => value == pattern,
+                None => value == pattern.as_str(),
             },
         }
     }
-}
-
-/// Gitignore-style: `//abs/**` is absolute, anything else is relative to the workspace; a
-/// pattern without a `/` matches a name at any depth; `*` stays within one directory.
-fn path_matches(pattern: &str, value: &str, workspace: &Path) -> bool {
-    let subject = resolve(value, workspace);
-    let (base, glob) = match pattern.strip_prefix("//") {
-        Some(abs) => (Path::new("/").to_path_buf(), abs.to_string()),
-        None => {
-            let rel = pattern.strip_prefix("./").unwrap_or(pattern);
-            let glob = if rel.trim_end_matches('/').contains('/') {
-                rel.trim_start_matches('/').to_string()
-            } else {
-                format!("**/{rel}")
-            };
-            (workspace.to_path_buf(), glob)
-        }
-    };
-    // A directory pattern (`src/`) covers everything under it.
-    let glob = if glob.ends_with('/') { format!("{glob}**") } else { glob };
-    let Ok(relative) = subject.strip_prefix(normalize(&base)) else { return false };
-    let Ok(matcher) = globset::GlobBuilder::new(&glob).literal_separator(true).build() else { return false };
-    let matcher = matcher.compile_matcher();
-    // Matching a directory covers what is inside it, as in .gitignore.
-    relative.ancestors().filter(|p| !p.as_os_str().is_empty()).any(|p| matcher.is_match(p))
 }
 
 fn url_host(url: &str) -> &str {
@@ -345,12 +386,45 @@ mod tests {
 
     #[test]
     fn parse_table() {
-        assert_eq!(rule("Read"), Rule { tool: "Read".into(), pattern: None });
-        assert_eq!(rule("Read(*)"), Rule { tool: "Read".into(), pattern: None });
-        assert_eq!(rule("Read(src/**)"), Rule { tool: "Read".into(), pattern: Some("src/**".into()) });
+        let pattern = |r: &Rule| r.pattern.as_ref().map(RulePattern::as_str).map(str::to_string);
+        for (text, tool, want) in [
+            ("Read", "Read", None),
+            ("Read(*)", "Read", None),
+            ("Read(src/**)", "Read", Some("src/**")),
+            (" Bash(npm run:*) ", "Bash", Some("npm run:*")),
+            ("WebFetch(domain:example.com)", "WebFetch", Some("domain:example.com")),
+            // Not path globs, so they need not compile as one.
+            ("Bash(echo [:*)", "Bash", Some("echo [:*")),
+            ("WebFetch(domain:[x)", "WebFetch", Some("domain:[x")),
+        ] {
+            let r = rule(text);
+            assert_eq!((r.tool.as_str(), pattern(&r).as_deref()), (tool, want), "{text:?}");
+        }
         assert_eq!(rule(" Bash(npm run:*) ").to_string(), "Bash(npm run:*)");
-        for bad in ["", "Read(", "Read()", "Re ad", "Read(x", "(x)"] {
-            assert!(bad.parse::<Rule>().is_err(), "{bad:?} should not parse");
+        assert_eq!(rule("Read(src/**)"), rule("Read( src/** )"), "equal when the text is");
+        assert_ne!(rule("Read(src/**)"), rule("Read(./src/**)"));
+    }
+
+    #[test]
+    fn parse_errors_table() {
+        for (bad, reason) in [
+            ("", "the tool name must be"),
+            ("Read(", "a rule with `(` must end with `)`"),
+            ("Read()", "empty pattern"),
+            ("Re ad", "the tool name must be"),
+            ("Read(x", "a rule with `(` must end with `)`"),
+            ("(x)", "the tool name must be"),
+            // A path glob that does not compile would match nothing: a deny rule failing open.
+            ("Read(src/[)", "\"src/[\" is not a valid path glob: unclosed character class; missing ']'"),
+            ("Edit({a,b)", "\"{a,b\" is not a valid path glob: unclosed alternate group"),
+            ("Write(a})", "\"a}\" is not a valid path glob: unopened alternate group"),
+            ("Read([z-a])", "\"[z-a]\" is not a valid path glob: invalid range; 'z' > 'a'"),
+            ("Read(//)", "empty path pattern"),
+            ("Bash(ls [)", "\"ls [\" is not a valid path glob"),
+        ] {
+            let e = bad.parse::<Rule>().expect_err(bad);
+            assert_eq!(e.rule, bad, "the rule as written");
+            assert!(e.reason.starts_with(reason), "{bad:?}: {e}");
         }
     }
 
@@ -368,13 +442,19 @@ mod tests {
             ("*.env", "deep/dir/prod.env", true),
             (".git/**", ".git/config", true),
             (".git/", ".git/hooks/pre-commit", true),
+            // A directory pattern covers the directory itself (a search of `secrets` reads it).
+            ("secrets/", "secrets", true),
+            ("secrets/", "/w/secrets/", true),
             ("//etc/**", "/etc/passwd", true),
             ("//etc/**", "etc/passwd", false),
             ("src/**", "../w/src/x", true),
             ("src/**", "src/../../etc/passwd", false),
+            // Not path patterns: they never match a path.
+            ("domain:src", "src", false),
+            ("src:*", "src", false),
         ];
         for (pattern, subject, want) in cases {
-            let r = Rule { tool: "Read".into(), pattern: Some(pattern.into()) };
+            let r = rule(&format!("Read({pattern})"));
             assert_eq!(r.matches("Read", Some((subject, SubjectKind::Path)), ws), want, "{pattern} vs {subject}");
         }
     }

@@ -1,7 +1,8 @@
 //! A grant becomes a WASI context, per call. Every sandbox knob is set explicitly: no inherited
 //! stdio, environment or network; preopens only for granted directories.
 //!
-//! Granted directories are preopened at their real absolute paths and nowhere else. The
+//! Granted directories are preopened at the absolute paths their grants name and nowhere else
+//! (by the filesystem guard, from handles opened at load: see fsguard.rs). The
 //! workspace is deliberately *not* also preopened as `.`: wasi-libc resolves both relative
 //! paths and absolute paths that match no preopen against a `.` preopen, so `/etc/passwd`
 //! would silently become `WORKSPACE/etc/passwd` (and a write to `/x` would create
@@ -14,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use toolhost_policy::EffectiveGrant;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
 /// Build the WASI context of one call. `grant: None` is the capability-free context used for
 /// `schema`, `is-concurrency-safe` and `validate`. `net` is the call's network access (built
@@ -42,13 +43,9 @@ pub(crate) fn wasi_ctx(
         // Bounds one `get-random-bytes` call; the guest controls the size it asks for.
         .max_random_size(1 << 20);
     if let Some(grant) = grant {
-        for dir in &grant.dirs {
-            let perms = if dir.writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
-            let host = dir.path.as_path();
-            let guest = host.to_str().ok_or_else(|| format!("granted path {} is not UTF-8", host.display()))?;
-            b.preopened_dir(host, guest, perms)
-                .map_err(|e| format!("cannot open granted directory {}: {e}", host.display()))?;
-        }
+        // The granted directories themselves are not preopened here: the filesystem guard
+        // hands out duplicates of handles opened at load (fsguard.rs), so a directory replaced
+        // by a link after load changes nothing.
         if grant.dirs.iter().any(|d| d.path == workspace)
             && let Some(ws) = workspace.to_str()
         {

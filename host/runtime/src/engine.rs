@@ -134,6 +134,9 @@ fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     // wasi:http too; every request is checked against the call's net grant (see http.rs).
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    // Every path operation is checked against the call's protected paths and deny rules, and
+    // preopens come from handles held since load (see fsguard.rs).
+    crate::fsguard::add_to_linker(&mut linker, HostState::guarded_fs)?;
     // Name lookups are checked against the call's net grant before any resolution.
     crate::net::add_to_linker(&mut linker, HostState::lookup)?;
     crate::bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;

@@ -11,6 +11,7 @@ use crate::bindings::{Plugin, PluginPre, ToolOutput, ToolSchema, WitToolError};
 use crate::capabilities::wasi_ctx;
 use crate::capture::CapturePipe;
 use crate::engine::ToolEngine;
+use crate::fsguard::{FsGuard, FsRules, Preopen};
 use crate::net::{NetAccess, NetLimits};
 use crate::outcome::{Failure, OutcomeKind, classify};
 use crate::state::{CallEnv, HostState, Interrupt};
@@ -58,6 +59,19 @@ pub(crate) struct InvokeCtx<'a> {
     pub cancel: &'a CancellationToken,
     /// The TLS settings of the call's HTTPS requests.
     pub tls: &'a Arc<rustls::ClientConfig>,
+    /// The call's directories and filesystem rules (unused without a grant).
+    pub fs: FsCall,
+}
+
+/// What the filesystem guard of a call with a grant gets.
+#[derive(Default)]
+pub(crate) struct FsCall {
+    pub preopens: Arc<[Preopen]>,
+    /// Every directory read-only (a call inside a parallel batch).
+    pub read_only: bool,
+    pub rules: FsRules,
+    /// Paths a person approved for this call.
+    pub approved: Vec<std::path::PathBuf>,
 }
 
 /// An instance and its store.
@@ -89,14 +103,14 @@ impl PurePool {
     }
 }
 
-pub(crate) async fn invoke(cx: InvokeCtx<'_>, export: Export<'_>) -> Result<Returned, Failure> {
+pub(crate) async fn invoke(mut cx: InvokeCtx<'_>, export: Export<'_>) -> Result<Returned, Failure> {
     let pool = match (&export, cx.grant) {
         (Export::IsConcurrencySafe(_) | Export::Validate(_), None) => cx.pool,
         _ => None,
     };
     let mut instance = match pool.and_then(PurePool::take) {
         Some(instance) => instance,
-        None => new_instance(&cx)?,
+        None => new_instance(&mut cx)?,
     };
     let result = run(&mut instance, &cx, export).await;
     if let (Some(pool), Ok(_)) = (pool, &result) {
@@ -105,7 +119,7 @@ pub(crate) async fn invoke(cx: InvokeCtx<'_>, export: Export<'_>) -> Result<Retu
     result
 }
 
-fn new_instance(cx: &InvokeCtx<'_>) -> Result<Instance, Failure> {
+fn new_instance(cx: &mut InvokeCtx<'_>) -> Result<Instance, Failure> {
     // Captured, capped, and never shown to the model except for stderr's tail in errors.
     let stdout = CapturePipe::new(cx.limits.max_stdio_bytes);
     let stderr = CapturePipe::new(cx.limits.max_stdio_bytes);
@@ -113,7 +127,14 @@ fn new_instance(cx: &InvokeCtx<'_>) -> Result<Instance, Failure> {
     let wasi = wasi_ctx(cx.grant, &net, cx.workspace, cx.env_vars, &stdout, &stderr)
         .map_err(|m| Failure::new(OutcomeKind::HostError, m))?;
     let max_memory = usize::try_from(cx.limits.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
-    let state = HostState::new(wasi, net, cx.tls.clone(), cx.call_env.clone(), max_memory, stderr);
+    let fs = match cx.grant {
+        Some(_) => {
+            let call = std::mem::take(&mut cx.fs);
+            FsGuard::new(call.preopens, call.read_only, call.rules, call.approved)
+        }
+        None => FsGuard::default(),
+    };
+    let state = HostState::new(wasi, net, cx.tls.clone(), cx.call_env.clone(), max_memory, stderr, fs);
     let mut store = Store::new(&cx.engine.engine, state);
     store.limiter(|s| &mut s.limiter);
     Ok(Instance { store, plugin: None })
@@ -177,8 +198,9 @@ async fn run(instance: &mut Instance, cx: &InvokeCtx<'_>, export: Export<'_>) ->
             // A tool that failed after the sandbox refused it network access, or after a network
             // limit stopped it: say which host, which grant would allow it, which limit,
             // whatever the tool itself reported.
-            let net = &instance.store.data().net;
-            if let Some(note) = net.failure_note(cx.tool) {
+            let data = instance.store.data();
+            let net = &data.net;
+            for note in [net.failure_note(cx.tool), data.fs.note()].into_iter().flatten() {
                 let (WitToolError::InvalidInput(m) | WitToolError::Denied(m) | WitToolError::Failed(m)) = &mut err;
                 if !m.is_empty() {
                     m.push('\n');
@@ -187,7 +209,22 @@ async fn run(instance: &mut Instance, cx: &InvokeCtx<'_>, export: Export<'_>) ->
             }
             Ok(if net.breached() { Returned::CallLimited(err) } else { Returned::Call(Err(err)) })
         }
+        Ok(Ok(Returned::Call(Ok(mut output)))) => {
+            // A refused write stays visible to the model even when the tool ignored it.
+            if let Some(note) = instance.store.data().fs.note() {
+                output.content.push(crate::bindings::WitContentBlock::Text(note));
+            }
+            Ok(Returned::Call(Ok(output)))
+        }
         Ok(Ok(returned)) => Ok(returned),
-        Ok(Err(err)) => Err(classify(&err, instance.store.data(), cx.tool, cx.limits)),
+        Ok(Err(err)) => {
+            let mut failure = classify(&err, instance.store.data(), cx.tool, cx.limits);
+            // A tool that crashed after a refused write: the model still learns of the refusal.
+            if let Some(note) = instance.store.data().fs.note() {
+                failure.message.push('\n');
+                failure.message.push_str(&note);
+            }
+            Err(failure)
+        }
     }
 }

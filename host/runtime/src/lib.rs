@@ -31,6 +31,7 @@ mod capture;
 mod engine;
 mod error;
 mod event;
+mod fsguard;
 mod hooks;
 mod http;
 mod invoke;
@@ -38,16 +39,20 @@ mod loader;
 mod net;
 mod outcome;
 mod permission;
+mod pinning;
 mod pipeline;
 mod result;
 mod runtime;
 mod session;
+mod spill;
 mod state;
 
 pub use batch::Submission;
 pub use engine::{EngineOptions, ToolEngine};
 pub use error::{Error, Result};
 pub use event::{Event, EventSink};
+#[doc(hidden)]
+pub use fsguard::use_procfs_paths;
 pub use hooks::{Combined, CommandHook, CommandHooks, HookEvent, HookFailure, HookInput, HookResponse, Hooks, combine};
 pub use loader::{Inspection, Origin, ToolInfo, ToolSource, inspect};
 pub use outcome::OutcomeKind;

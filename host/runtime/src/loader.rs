@@ -3,7 +3,7 @@
 //! `InstancePre`, and read the tool's schema with no capabilities.
 
 use crate::bindings::{PluginPre, TOOL_INTERFACE, ToolSchema, WitCapability};
-use crate::cache;
+use crate::cache::{self, Cache};
 use crate::engine::ToolEngine;
 use crate::error::{Error, Result};
 use crate::invoke::{Export, InvokeCtx, Returned, invoke};
@@ -110,8 +110,8 @@ pub(crate) struct Compiled {
 const WASM_MAGIC: &[u8; 4] = b"\0asm";
 const CORE_MODULE_VERSION: [u8; 4] = [1, 0, 0, 0];
 
-/// Check, compile and link `source`.
-pub(crate) async fn compile(engine: &ToolEngine, source: &ToolSource, cache_dir: Option<&Path>) -> Result<Compiled> {
+/// Check, compile (through `cache`, when there is one) and link `source`.
+pub(crate) async fn compile(engine: &ToolEngine, source: &ToolSource, cache: Option<&Cache>) -> Result<Compiled> {
     let bytes = &source.bytes;
     if bytes.len() < 8 || &bytes[..4] != WASM_MAGIC {
         return Err(source.err("not a WebAssembly file (it does not start with the `\\0asm` magic bytes)"));
@@ -133,9 +133,8 @@ pub(crate) async fn compile(engine: &ToolEngine, source: &ToolSource, cache_dir:
         Some(component) => component,
         None => {
             // Compiling takes from milliseconds to seconds (interpreters); keep it off the executor.
-            let (eng, b, s, dir) =
-                (engine.engine.clone(), bytes.clone(), sha256.clone(), cache_dir.map(Path::to_path_buf));
-            let component = tokio::task::spawn_blocking(move || cache::compile(&eng, &b, &s, dir.as_deref()))
+            let (eng, b, s, cache) = (engine.engine.clone(), bytes.clone(), sha256.clone(), cache.cloned());
+            let component = tokio::task::spawn_blocking(move || cache::compile(&eng, &b, &s, cache.as_ref()))
                 .await
                 .map_err(|e| source.err(format!("compilation task failed: {e}")))?
                 .map_err(|e| source.err(format!("invalid component: {e:#}")))?;
@@ -177,6 +176,7 @@ pub(crate) async fn read_schema(
         cancel: &CancellationToken::new(),
         // No grant, so no request is ever sent; the shared default settings cost nothing.
         tls: &crate::http::tls_config(&[]).map_err(|m| source.err(m))?,
+        fs: Default::default(),
     };
     let schema = match invoke(cx, Export::Schema).await {
         Ok(Returned::Schema(s)) => s,
@@ -244,13 +244,16 @@ pub struct Inspection {
     pub sha256: String,
 }
 
-/// Load a component far enough to describe it, without registering it anywhere.
+/// Load a component far enough to describe it, without registering it anywhere. `cache_dir` is
+/// opened and checked as [`RuntimeBuilder::cache_dir`](crate::RuntimeBuilder::cache_dir) says
+/// (an unusable one is reported with a warning and not used).
 ///
 /// # Errors
 ///
 /// [`Error::Load`] with the same messages as loading the tool.
 pub async fn inspect(engine: &ToolEngine, source: &ToolSource, cache_dir: Option<&Path>) -> Result<Inspection> {
-    let compiled = compile(engine, source, cache_dir).await?;
+    let cache = cache_dir.and_then(Cache::open_or_warn);
+    let compiled = compile(engine, source, cache.as_ref()).await?;
     let (info, _) = read_schema(engine, &compiled, source, Path::new("/")).await?;
     let ty = compiled.component.component_type();
     let imports = ty.imports(&engine.engine).map(|(name, _)| name.to_string()).collect();

@@ -6,8 +6,9 @@
 use crate::ToolUse;
 use crate::bindings::WitToolError;
 use crate::event::Event;
+use crate::fsguard::{FsRules, resolve_at};
 use crate::hooks::{Combined, HookEvent, HookInput, HookResponse, combine};
-use crate::invoke::{Export, InvokeCtx, Returned, invoke};
+use crate::invoke::{Export, FsCall, InvokeCtx, Returned, invoke};
 use crate::outcome::{Failure, INTERRUPTED, OutcomeKind};
 use crate::permission::{AskAnswer, AskRequest, claude_mode_name, decide, subject_value};
 use crate::result::ContentBlock;
@@ -17,10 +18,11 @@ use crate::session::Session;
 use crate::state::CallEnv;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
-use toolhost_policy::{Decision, Request};
+use toolhost_policy::{Decision, Request, SubjectKind};
 
 /// Context updates a call asks for, in order (`None` deletes).
 pub(crate) type Updates = Vec<(String, Option<String>)>;
@@ -94,7 +96,8 @@ impl Runtime {
                 &context,
                 Access::Nothing,
                 &CancellationToken::new(),
-                Export::IsConcurrencySafe(&input)
+                Export::IsConcurrencySafe(&input),
+                Vec::new(),
             )
             .await,
             Ok(Returned::IsConcurrencySafe(true))
@@ -167,16 +170,17 @@ impl Runtime {
         }
 
         // 6. Permission.
-        if let Err(result) = self.permit(tool, id, &input_value, pre.decision, cancel).await {
-            return (with_notes(result, &notes), Vec::new());
-        }
+        let approved = match self.permit(tool, id, &input_value, pre.decision, cancel).await {
+            Ok(approved) => approved,
+            Err(result) => return (with_notes(result, &notes), Vec::new()),
+        };
 
         if cancel.is_cancelled() {
             return (ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED), Vec::new());
         }
         // 7. Call.
         self.emit(|| Event::Start { id: id.clone(), tool: name.clone() });
-        let (result, updates) = self.call_tool(tool, tool_use, &context, access, cancel, &input).await;
+        let (result, updates) = self.call_tool(tool, tool_use, &context, access, cancel, &input, approved).await;
 
         // 8. PostToolUse / PostToolUseFailure hooks.
         let post = if result.is_error {
@@ -203,7 +207,8 @@ impl Runtime {
     ) -> Result<String, ToolResult> {
         let id = &tool_use.id;
         let input = self.check_input(tool, id, value, note)?;
-        match self.invoke(tool, tool_use, context, Access::Nothing, cancel, Export::Validate(&input)).await {
+        match self.invoke(tool, tool_use, context, Access::Nothing, cancel, Export::Validate(&input), Vec::new()).await
+        {
             Ok(Returned::Validate(Ok(()))) => Ok(input),
             Ok(Returned::Validate(Err(message))) => Err(ToolResult::error(
                 id,
@@ -215,7 +220,9 @@ impl Runtime {
         }
     }
 
-    /// Step 7: the call itself, on a fresh store with the granted capabilities.
+    /// Step 7: the call itself, on a fresh store with the granted capabilities; `approved`:
+    /// paths a person allowed this call to write although other programs run them.
+    #[allow(clippy::too_many_arguments, reason = "the pipeline's state of one call, passed along once")]
     async fn call_tool(
         &self,
         tool: &LoadedTool,
@@ -224,10 +231,11 @@ impl Runtime {
         access: Access,
         cancel: &CancellationToken,
         input: &str,
+        approved: Vec<PathBuf>,
     ) -> (ToolResult, Updates) {
         let id = &tool_use.id;
         let name = &tool.info.name;
-        let output = match self.invoke(tool, tool_use, context, access, cancel, Export::Call(input)).await {
+        let output = match self.invoke(tool, tool_use, context, access, cancel, Export::Call(input), approved).await {
             Ok(Returned::Call(Ok(output))) => output,
             Ok(Returned::Call(Err(e))) => return (tool_error(id, name, e, false), Vec::new()),
             Ok(Returned::CallLimited(e)) => return (tool_error(id, name, e, true), Vec::new()),
@@ -256,13 +264,14 @@ impl Runtime {
             return (ToolResult::error(id, OutcomeKind::OutputLimit, message), Vec::new());
         }
         let updates = output.context_updates.into_iter().map(|u| (u.key, u.value)).collect();
-        match map_output(name, id, output.content, tool.limits.max_result_chars, &self.results_dir) {
+        match map_output(name, id, output.content, tool.limits.max_result_chars, &self.spill) {
             Ok(result) => (result, updates),
             Err(message) => (ToolResult::error(id, OutcomeKind::Failed, message), Vec::new()),
         }
     }
 
-    /// Step 6: rules and mode; an ask goes to the decider, one question at a time.
+    /// Step 6: rules and mode; an ask goes to the decider, one question at a time. On success,
+    /// the paths the call may write although other programs run them (a person said yes).
     async fn permit(
         &self,
         tool: &LoadedTool,
@@ -270,7 +279,7 @@ impl Runtime {
         input: &Value,
         hook: Option<Decision>,
         cancel: &CancellationToken,
-    ) -> Result<(), ToolResult> {
+    ) -> Result<Vec<PathBuf>, ToolResult> {
         let name = &tool.info.name;
         let subject = subject_value(input, tool.info.permission_subject.as_deref());
         let req = Request {
@@ -279,10 +288,29 @@ impl Runtime {
             read_only: tool.info.read_only,
             grant_inside_workspace: tool.grant_inside_workspace,
         };
-        let (decision, reason) = decide(&self.permissions, &req, &self.workspace, hook);
+        // A write to a file other programs run (`.git/hooks/…`) is asked in every mode, and the
+        // filesystem guard lets only this call, and only that file, through.
+        let guarded = match &subject {
+            Some((value, SubjectKind::Path)) if !tool.info.read_only => {
+                let real = resolve_at(&self.workspace, value, true);
+                self.fs_policy.needs_ask(&real).map(|pattern| (real.clone(), pattern.to_string()))
+            }
+            _ => None,
+        };
+        let (decision, reason) = match (decide(&self.permissions, &req, &self.workspace, hook), &guarded) {
+            ((Decision::Allow | Decision::Ask, _), Some((real, pattern))) => (
+                Decision::Ask,
+                format!(
+                    "{} matches `{pattern}`, a file other programs run: writing it is asked every time, in every mode",
+                    real.display()
+                ),
+            ),
+            (decided, _) => decided,
+        };
+        let approved = || guarded.iter().map(|(real, _)| real.clone()).collect::<Vec<_>>();
         let denied = |message: String| ToolResult::error(id, OutcomeKind::PermissionDenied, message);
         match decision {
-            Decision::Allow => return Ok(()),
+            Decision::Allow => return Ok(Vec::new()),
             Decision::Deny => return Err(denied(format!("Permission to use {name} has been denied: {reason}."))),
             Decision::Ask => {}
         }
@@ -299,8 +327,8 @@ impl Runtime {
             guard = self.permissions.ask_lock.lock() => guard,
             _ = cancel.cancelled() => return Err(ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED)),
         };
-        if self.permissions.session_allows(name, &self.workspace) {
-            return Ok(());
+        if guarded.is_none() && self.permissions.session_allows(name, &self.workspace) {
+            return Ok(Vec::new());
         }
         let request = AskRequest {
             tool_use_id: id.to_string(),
@@ -313,6 +341,12 @@ impl Runtime {
         };
         let Some(decider) = self.decider.as_ref().filter(|d| d.can_ask(&request)) else {
             asked("no_one_to_ask");
+            if guarded.is_some() {
+                return Err(denied(format!(
+                    "Permission to use {name} has been denied: {reason}, and there is no one to ask (no terminal). \
+                     No rule or mode allows it: run toolhost where a person can answer, or make the change yourself."
+                )));
+            }
             return Err(denied(format!(
                 "Permission to use {name} has been denied: {reason}, and there is no one to ask (no terminal). \
                  To allow such calls, add the rule \"{suggested}\" to `allow` in [permissions] of toolhost.toml, \
@@ -326,12 +360,17 @@ impl Runtime {
         match answer {
             AskAnswer::AllowOnce => {
                 asked("allow_once");
-                Ok(())
+                Ok(approved())
+            }
+            // "Always" never covers files other programs run: the next write is asked again.
+            AskAnswer::AllowAlways if guarded.is_some() => {
+                asked("allow_once");
+                Ok(approved())
             }
             AskAnswer::AllowAlways => {
                 asked("allow_always");
                 self.permissions.allow_for_session(name);
-                Ok(())
+                Ok(Vec::new())
             }
             AskAnswer::Deny(why) => {
                 asked("deny");
@@ -444,6 +483,7 @@ impl Runtime {
         Ok(input)
     }
 
+    #[allow(clippy::too_many_arguments, reason = "the pipeline's state of one call, passed along once")]
     async fn invoke(
         &self,
         tool: &LoadedTool,
@@ -452,7 +492,21 @@ impl Runtime {
         access: Access,
         cancel: &CancellationToken,
         export: Export<'_>,
+        approved: Vec<PathBuf>,
     ) -> Result<Returned, Failure> {
+        let fs = match access {
+            Access::Nothing => FsCall::default(),
+            Access::Granted | Access::ReadOnly => {
+                let mut policies = vec![self.fs_policy.clone()];
+                policies.extend(tool.own_policy.clone());
+                FsCall {
+                    preopens: tool.preopens.clone(),
+                    read_only: access == Access::ReadOnly || tool.info.read_only,
+                    rules: FsRules { policies, check_reads: tool.check_reads },
+                    approved,
+                }
+            }
+        };
         let call_env = CallEnv {
             context: context.clone(),
             workspace_json: self.workspace_json.clone(),
@@ -477,6 +531,7 @@ impl Runtime {
             pool: Some(&tool.pure_pool),
             cancel,
             tls: &self.tls,
+            fs,
         };
         invoke(cx, export).await
     }

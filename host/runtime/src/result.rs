@@ -4,9 +4,9 @@
 
 use crate::OutcomeKind;
 use crate::bindings::WitContentBlock;
+use crate::spill::SpillDir;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 /// One block of a tool_result's content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,7 +101,7 @@ pub(crate) fn map_output(
     id: &str,
     blocks: Vec<WitContentBlock>,
     max_chars: usize,
-    results_dir: &Path,
+    results_dir: &SpillDir,
 ) -> Result<ToolResult, String> {
     let mut content = Vec::with_capacity(blocks.len());
     for b in blocks {
@@ -146,7 +146,7 @@ pub(crate) fn map_output(
 }
 
 /// Replace the text blocks by a preview and a note saying where the whole text was saved.
-fn truncate(content: Vec<ContentBlock>, chars: usize, id: &str, max_chars: usize, dir: &Path) -> Vec<ContentBlock> {
+fn truncate(content: Vec<ContentBlock>, chars: usize, id: &str, max_chars: usize, dir: &SpillDir) -> Vec<ContentBlock> {
     let mut text = String::new();
     let mut images = Vec::new();
     for b in content {
@@ -162,7 +162,7 @@ fn truncate(content: Vec<ContentBlock>, chars: usize, id: &str, max_chars: usize
     }
     let preview_len = PREVIEW_CHARS.min(max_chars / 2).max(1);
     let preview: String = text.chars().take(preview_len).collect();
-    let saved = save(dir, id, &text);
+    let saved = dir.save(id, &text);
     let note = match saved {
         Ok(path) => format!("Output too large ({chars} characters). Full output saved to: {}", path.display()),
         Err(e) => format!("Output too large ({chars} characters); the full output could not be saved ({e})."),
@@ -174,14 +174,4 @@ fn truncate(content: Vec<ContentBlock>, chars: usize, id: &str, max_chars: usize
     }];
     out.extend(images);
     out
-}
-
-fn save(dir: &Path, id: &str, text: &str) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    // The id comes from the model: keep only safe characters for a file name.
-    let safe: String =
-        id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
-    let path = dir.join(format!("{}.txt", if safe.is_empty() { "result".into() } else { safe }));
-    std::fs::write(&path, text)?;
-    Ok(path)
 }

@@ -2,17 +2,24 @@
 //! tools (name → compiled `InstancePre`, compiled schema, effective grant, limits).
 
 use crate::bindings::PluginPre;
+use crate::cache::Cache;
 use crate::engine::{EngineOptions, ToolEngine};
 use crate::error::{Error, Result};
 use crate::event::EventSink;
+use crate::fsguard::Preopen;
 use crate::hooks::{CommandHooks, Hooks};
 use crate::loader::{self, Origin, ToolInfo, ToolSource};
 use crate::permission::{PermissionDecider, Permissions};
+use crate::pinning::{hook_scripts, pin_dirs};
+use crate::spill::SpillDir;
 use crate::state::HostState;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use toolhost_policy::{Config, EffectiveGrant, Grant, Limits, Mode, Rule, effective_grant, grant_excess};
+use toolhost_policy::{
+    Capability, Config, DirGrant, EffectiveGrant, Grant, Limits, Mode, PathPolicy, Rule, Rules, effective_grant,
+    grant_excess,
+};
 
 /// A tool ready to be called.
 pub struct LoadedTool {
@@ -36,6 +43,13 @@ pub struct LoadedTool {
     /// calls without a path subject).
     pub(crate) grant_inside_workspace: bool,
     pub(crate) validator: jsonschema::Validator,
+    /// Its granted directories, opened at load (calls get duplicates of these handles).
+    pub(crate) preopens: Arc<[Preopen]>,
+    /// The deny rules that name this tool itself, as filesystem rules (the runtime's own
+    /// [`PathPolicy`] holds the rest).
+    pub(crate) own_policy: Option<Arc<PathPolicy>>,
+    /// Whether reads can be refused for this tool (some deny rule concerns reading).
+    pub(crate) check_reads: bool,
     pub(crate) pre: PluginPre<HostState>,
     pub(crate) pure_pool: crate::invoke::PurePool,
 }
@@ -64,9 +78,19 @@ pub struct RuntimeBuilder {
     extra_rules: toolhost_policy::Rules,
     hooks: Vec<Arc<dyn Hooks>>,
     decider: Option<Arc<dyn PermissionDecider>>,
+    protected: Vec<(PathBuf, String)>,
 }
 
 impl RuntimeBuilder {
+    /// Protect a file or directory the host depends on (the config file, a tools directory, a
+    /// session file …) from every tool: no tool may create, write, rename, delete or link it,
+    /// whatever its grant. The runtime protects on its own `.toolhost/` (results), the compile
+    /// cache, hook scripts, `[tls] ca_files` and every tool file it loads. `what` says what it
+    /// is, for the refusal's message ("the config file in use").
+    pub fn protect(mut self, path: impl Into<PathBuf>, what: impl Into<String>) -> Self {
+        self.protected.push((path.into(), what.into()));
+        self
+    }
     /// Calls of a parallel batch that may run at once (default: the config's
     /// `limits.max_concurrency`, else 10). Must be at least 1.
     pub fn max_concurrency(mut self, n: usize) -> Self {
@@ -100,7 +124,11 @@ impl RuntimeBuilder {
         self.env = env.into_iter().collect();
         self
     }
-    /// Cache compiled components in this directory.
+    /// Cache compiled components (native code) in this directory. `build` creates it with mode
+    /// 0700 if missing, and does not use it (one warning, every tool compiled at each start)
+    /// when it is not a directory of the effective user that no one else can write, or when its
+    /// `key` file (the HMAC key authenticating every entry, made on first use) is not private.
+    /// Tools granted this directory, or one containing it, are refused at [`Runtime::load`].
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
         self
@@ -182,6 +210,8 @@ impl RuntimeBuilder {
         rules.allow.extend(self.extra_rules.allow);
         rules.ask.extend(self.extra_rules.ask);
         rules.deny.extend(self.extra_rules.deny);
+        let cache = self.cache_dir.as_deref().and_then(Cache::open_or_warn);
+        let fs_policy = base_policy(&workspace, &results_dir, cache.as_ref(), &self.config, &rules, &self.protected)?;
         let permissions = Permissions {
             mode: self.mode.unwrap_or_else(|| self.config.permissions.mode()),
             rules,
@@ -203,13 +233,14 @@ impl RuntimeBuilder {
             hooks: self.hooks,
             decider: self.decider,
             session_id: format!("toolhost-{}-{}", std::process::id(), next_runtime_number()),
+            spill: SpillDir::new(&results_dir, &workspace),
             workspace,
             workspace_json,
             config: self.config,
             default_grant: self.default_grant.unwrap_or_else(Grant::workspace_read_write),
             env: self.env,
-            cache_dir: self.cache_dir,
-            results_dir,
+            cache,
+            fs_policy: Arc::new(fs_policy),
             events: self.events,
             max_concurrency,
             tools: BTreeMap::new(),
@@ -226,8 +257,13 @@ pub struct Runtime {
     config: Config,
     default_grant: Grant,
     pub(crate) env: BTreeMap<String, String>,
-    cache_dir: Option<PathBuf>,
-    pub(crate) results_dir: PathBuf,
+    /// The compile cache, when one was set and passed its checks.
+    cache: Option<Cache>,
+    /// Protected paths, files asked before writing and path deny rules, enforced inside the
+    /// sandbox for every tool (fsguard.rs).
+    pub(crate) fs_policy: Arc<PathPolicy>,
+    /// Writes saved results there without following planted links.
+    pub(crate) spill: SpillDir,
     pub(crate) events: Option<EventSink>,
     pub(crate) max_concurrency: usize,
     pub(crate) tools: BTreeMap<String, Arc<LoadedTool>>,
@@ -274,9 +310,10 @@ impl Runtime {
         &self.engine
     }
 
-    /// Where compiled components are cached, if anywhere.
+    /// Where compiled components are cached (the canonical path), if anywhere: `None` when no
+    /// cache directory was set or the one set was refused.
     pub fn cache_dir(&self) -> Option<&Path> {
-        self.cache_dir.as_deref()
+        self.cache.as_ref().map(Cache::dir)
     }
 
     /// The loaded tools, by name.
@@ -298,7 +335,7 @@ impl Runtime {
     /// world, a failing `schema` export, a bad schema or a sha256 mismatch;
     /// [`Error::Duplicate`] if the name is taken (the loaded tool stays).
     pub async fn load(&mut self, source: ToolSource) -> Result<String> {
-        let compiled = loader::compile(&self.engine, &source, self.cache_dir.as_deref()).await?;
+        let compiled = loader::compile(&self.engine, &source, self.cache.as_ref()).await?;
         let (info, validator) = loader::read_schema(&self.engine, &compiled, &source, &self.workspace).await?;
         let name = info.name.clone();
         if let Some(existing) = self.tools.get(&name) {
@@ -307,6 +344,18 @@ impl Runtime {
                 name,
                 existing: existing.origin.to_string(),
             });
+        }
+        let load_error = |message: String| Error::Load { origin: source.origin.to_string(), message };
+        // `read-only` is a promise the host keeps for the tool (MCP's readOnlyHint, plan mode,
+        // no asks in default mode): a tool cannot both make it and ask to write.
+        if info.read_only
+            && let Some(Capability::FsWrite(dir)) =
+                info.capabilities.iter().find(|c| matches!(c, Capability::FsWrite(_)))
+        {
+            return Err(load_error(format!(
+                "tool {name} declares `read-only: true` but its ceiling asks for fs-write({dir}): a read-only tool \
+                 cannot write; make the ceiling fs-read, or declare the tool not read-only"
+            )));
         }
         let tool_config = self.config.tools.get(&name);
         if let Some(pin) = tool_config.and_then(|t| t.sha256.as_ref())
@@ -340,6 +389,9 @@ impl Runtime {
         }
         let grant = tool_config.and_then(|t| t.grant().cloned()).unwrap_or_else(|| self.default_grant.clone());
         let mut effective = effective_grant(&info.capabilities, &grant, &self.workspace);
+        if info.read_only {
+            effective = effective.read_only();
+        }
         effective.dirs.retain(|d| {
             let ok = d.path.is_dir();
             if !ok {
@@ -347,6 +399,38 @@ impl Runtime {
             }
             ok
         });
+        let preopens = pin_dirs(&effective.dirs, &grant, &info.capabilities, &self.workspace)
+            .map_err(|m| load_error(format!("tool {name}: {m}")))?;
+        let real_dirs: Vec<DirGrant> =
+            preopens.iter().map(|p| DirGrant { path: p.host.clone(), writable: p.writable }).collect();
+        if let Some(message) =
+            self.cache.as_ref().and_then(|c| c.grant_overlap(&effective.dirs).or_else(|| c.grant_overlap(&real_dirs)))
+        {
+            return Err(load_error(format!("tool {name}: {message}")));
+        }
+        let subject_is_path = info
+            .permission_subject
+            .as_deref()
+            .is_some_and(|p| matches!(toolhost_policy::SubjectKind::infer(p, ""), toolhost_policy::SubjectKind::Path));
+        let own_rules: Vec<Rule> = self
+            .permissions
+            .rules
+            .deny
+            .iter()
+            .filter(|r| r.tool == name && r.pattern.is_some() && !FS_RULE_TOOLS.contains(&r.tool.as_str()))
+            .cloned()
+            .collect();
+        let own_policy = (!own_rules.is_empty() && subject_is_path).then(|| {
+            let mut p = PathPolicy::new(&self.workspace);
+            p.deny_rules(&own_rules, &name, true);
+            Arc::new(p)
+        });
+        let check_reads = own_policy.is_some() || self.fs_policy.refuses_reads();
+        if let Origin::File(path) = &source.origin
+            && let Ok(real) = path.canonicalize()
+        {
+            Arc::make_mut(&mut self.fs_policy).protect(real, format!("the file of tool {name}"), false);
+        }
         let limits = self.config.limits_for(&name);
         let grant_inside_workspace =
             effective.net.is_empty() && effective.dirs.iter().all(|d| d.path.starts_with(&self.workspace));
@@ -361,10 +445,76 @@ impl Runtime {
             effective,
             limits,
             validator,
+            preopens: preopens.into(),
+            own_policy,
+            check_reads,
             pre: compiled.pre,
             pure_pool: Default::default(),
         };
         self.tools.insert(name.clone(), Arc::new(tool));
         Ok(name)
     }
+}
+
+/// Tools whose path deny rules apply to every tool inside the sandbox (as in Claude Code,
+/// `Read(…)` covers every read and `Edit(…)`/`Write(…)` every write).
+const FS_RULE_TOOLS: &[&str] = &["Read", "Edit", "Write"];
+
+/// The filesystem rules every tool of a runtime shares: what the host itself depends on
+/// (`.toolhost/` or the results directory, the compile cache, hook scripts, `[tls] ca_files`,
+/// what the embedder protects), the files other programs run (asked before writing, in every
+/// mode), and the path deny rules of `Read`, `Edit` and `Write`.
+fn base_policy(
+    workspace: &Path,
+    results_dir: &Path,
+    cache: Option<&Cache>,
+    config: &Config,
+    rules: &Rules,
+    protected: &[(PathBuf, String)],
+) -> Result<PathPolicy> {
+    let mut policy = PathPolicy::new(workspace);
+    let state_dir = match results_dir.parent() {
+        Some(parent) if parent.file_name().is_some_and(|n| n == ".toolhost") => parent.to_path_buf(),
+        _ => results_dir.to_path_buf(),
+    };
+    policy.protect(state_dir, "toolhost's own state (saved results)", false);
+    if let Some(cache) = cache {
+        // Not hidden from reads: no grant may reach it at all (refused at load), and hiding
+        // would make every read of every call pay for a check.
+        policy.protect(cache.dir().to_path_buf(), "toolhost's compile cache", false);
+    }
+    for hook in
+        config.hooks.pre_tool_use.iter().chain(&config.hooks.post_tool_use).chain(&config.hooks.post_tool_use_failure)
+    {
+        for script in hook_scripts(hook.command.get_ref(), workspace) {
+            policy.protect(script, "a hook script (hooks run unsandboxed)", false);
+        }
+    }
+    for file in config.tls.ca_files() {
+        policy.protect(real_or_as_is(&file), "a certificate authority the tools' HTTPS trusts", false);
+    }
+    for (path, what) in protected {
+        policy.protect(real_or_as_is(&resolve_in(path, workspace)), what.clone(), false);
+    }
+    let mut asked: Vec<String> = toolhost_policy::DEFAULT_ASK_BEFORE_WRITING.iter().map(ToString::to_string).collect();
+    asked.extend(config.permissions.protected().into_iter().map(String::from));
+    policy.ask_before_writing(&asked).map_err(|e| Error::Config(format!("permissions.protected: {e}")))?;
+    let fs_rules: Vec<Rule> = rules
+        .deny
+        .iter()
+        .filter(|r| FS_RULE_TOOLS.contains(&r.tool.as_str()) && r.pattern.is_some())
+        .cloned()
+        .collect();
+    policy.deny_rules(&fs_rules, "", false);
+    Ok(policy)
+}
+
+/// A path's real path when it exists (links resolved), else the path itself.
+fn real_or_as_is(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// `path`, relative to `workspace` unless absolute.
+fn resolve_in(path: &Path, workspace: &Path) -> PathBuf {
+    if path.is_absolute() { path.to_path_buf() } else { workspace.join(path) }
 }

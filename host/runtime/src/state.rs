@@ -4,6 +4,7 @@
 use crate::bindings::{HostImports, TypesHost};
 use crate::capture::CapturePipe;
 use crate::event::{Event, EventSink};
+use crate::fsguard::{FsGuard, GuardedFs};
 use crate::http::HttpHooks;
 use crate::net::{GuardedLookup, NetAccess};
 use std::collections::{BTreeMap, HashMap};
@@ -75,6 +76,8 @@ pub(crate) struct HostState {
     /// Open name lookups: resource rep → the name being resolved.
     lookups: HashMap<u32, String>,
     http: WasiHttpCtx,
+    /// The call's filesystem guard: preopens, protected paths, deny rules (see fsguard.rs).
+    pub fs: FsGuard,
     /// Sends the call's `wasi:http` requests, checked against `net` (see http.rs).
     http_hooks: HttpHooks,
 }
@@ -87,6 +90,7 @@ impl HostState {
         env: CallEnv,
         max_memory: usize,
         stderr: CapturePipe,
+        fs: FsGuard,
     ) -> Self {
         HostState {
             wasi,
@@ -100,6 +104,18 @@ impl HostState {
             net,
             lookups: HashMap::new(),
             http: WasiHttpCtx::new(),
+            fs,
+        }
+    }
+
+    /// The guarded `wasi:filesystem` view (see fsguard.rs).
+    pub(crate) fn guarded_fs(&mut self) -> GuardedFs<'_> {
+        GuardedFs {
+            inner: wasmtime_wasi::filesystem::WasiFilesystemCtxView {
+                ctx: self.wasi.filesystem(),
+                table: &mut self.table,
+            },
+            guard: &mut self.fs,
         }
     }
 

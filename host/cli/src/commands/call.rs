@@ -38,11 +38,14 @@ impl CallCommand {
         };
         let input: serde_json::Value =
             serde_json::from_str(&text).with_context(|| format!("the input is not valid JSON: {text:?}"))?;
-        let loaded = setup::load(global, global.verbose > 0).await?;
+        let mut global = global.clone();
+        if let Some(path) = &self.session {
+            global.protect.push((path.clone(), "the session file in use".into()));
+        }
+        let loaded = setup::load(&global, global.verbose > 0).await?;
         let session = match &self.session {
-            Some(path) if path.exists() => {
-                let text =
-                    std::fs::read_to_string(path).with_context(|| format!("reading session {}", path.display()))?;
+            Some(path) if path.symlink_metadata().is_ok() => {
+                let text = setup::read_own_file(path).with_context(|| format!("reading session {}", path.display()))?;
                 let map: BTreeMap<String, String> = serde_json::from_str(&text)
                     .with_context(|| format!("session file {} is not a JSON object of strings", path.display()))?;
                 Session::from_map(map)
@@ -53,7 +56,8 @@ impl CallCommand {
         let result = loaded.runtime.call_cancellable(&session, &ToolUse::new(self.id, self.tool, input), &cancel).await;
         if let Some(path) = &self.session {
             let text = serde_json::to_string_pretty(&session.to_map())?;
-            std::fs::write(path, text).with_context(|| format!("writing session {}", path.display()))?;
+            setup::replace_file(path, text.as_bytes())
+                .with_context(|| format!("writing session {}", path.display()))?;
         }
         if self.json {
             crate::output::outln!("{}", serde_json::to_string(&result)?);

@@ -34,7 +34,11 @@ impl RunCommand {
             Some(p) if p.as_os_str() == "-" => Box::new(tokio::io::stdin()),
             Some(p) => Box::new(tokio::fs::File::open(p).await.with_context(|| format!("reading {}", p.display()))?),
         };
-        let loaded = setup::load_with_events(global, global.verbose > 0, self.events.as_deref()).await?;
+        let mut global = global.clone();
+        if let Some(path) = &self.events {
+            global.protect.push((path.clone(), "the events file in use".into()));
+        }
+        let loaded = setup::load_with_events(&global, global.verbose > 0, self.events.as_deref()).await?;
         let runtime = Arc::new(loaded.runtime);
         let session = Session::new();
         let cancel = setup::cancel_on_signal();

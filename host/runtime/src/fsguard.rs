@@ -1,0 +1,646 @@
+//! # The filesystem guard
+//!
+//! wasmtime-wasi keeps a tool inside its preopened directories (cap-std refuses `..` and
+//! absolute-symlink escapes) and enforces read-only preopens. It knows nothing finer than a
+//! directory, so this layer sits between the guest and wasmtime-wasi's `wasi:filesystem` host
+//! implementation and checks every path operation against the call's [`PathPolicy`] list:
+//!
+//! - **protected paths** (the config file in use, hook scripts, tool files and directories,
+//!   the compile cache, `.toolhost/`): no create, write, truncate, rename, delete, link or
+//!   symlink, whatever the grant;
+//! - **files other programs run** (`.git/hooks/`, `.envrc`, shell start-up files …): writes only
+//!   when a person approved this very call for that path ([`FsGuard::approved`]);
+//! - **path deny rules** (`Read(secrets/**)`, `Edit(.env)`): refused on open, stat and link, and
+//!   absent from directory listings.
+//!
+//! Paths are checked **after resolving links**: a write is resolved before it happens (the
+//! parent directory canonicalised, the last component followed when the guest asked to
+//! follow), a read after it happened (the real path of the opened descriptor, from
+//! `/proc/self/fd`), so `innocent.txt -> id.key` reads as `id.key`. During a host call the guest
+//! is suspended and calls that run beside it have read-only grants, so nothing the tool controls
+//! can move a link between the check and the operation.
+//!
+//! Preopens come from directory handles opened once at load ([`Preopen`]), duplicated per
+//! call: replacing a granted directory by a link after load changes nothing for later calls.
+//!
+//! A refusal reaches the guest as the WASI error `access`; the call's result then names the
+//! path and why ([`FsGuard::note`]). Directory entries whose names are not UTF-8 (no WASI path
+//! can name them) are skipped instead of ending the listing, and counted in the note.
+//!
+//! With no rule that can refuse a read (the default config), reads and listings cost nothing
+//! extra; every write pays one path resolution.
+
+use std::collections::HashMap;
+use std::os::fd::AsRawFd;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
+use toolhost_policy::{FsAccess, FsRefusal, PathPolicy};
+use wasmtime::component::{HasData, Linker, Resource};
+use wasmtime_wasi::filesystem::{Descriptor, Dir, WasiFilesystemCtxView};
+use wasmtime_wasi::p2::bindings::filesystem::preopens;
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    self, DescriptorFlags, DescriptorType, ErrorCode, HostDescriptor, HostDirectoryEntryStream, OpenFlags, PathFlags,
+};
+use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult};
+use wasmtime_wasi::{FsPerms, OpenMode};
+
+/// Most refusals remembered per call: a guest looping on refused writes cannot grow it.
+const MAX_REFUSALS: usize = 16;
+
+/// Whether `/proc/self/fd` tells the real path of a descriptor (Linux with procfs). Without it,
+/// the guard falls back to the paths it resolved when each directory was opened.
+static PROC_FD_PRESENT: LazyLock<bool> = LazyLock::new(|| Path::new("/proc/self/fd").is_dir());
+
+/// Set by tests to exercise the fallback on a machine that has procfs.
+static PROC_FD_DISABLED: AtomicBool = AtomicBool::new(false);
+
+fn proc_fd() -> bool {
+    *PROC_FD_PRESENT && !PROC_FD_DISABLED.load(Ordering::Relaxed)
+}
+
+/// Use (or not) `/proc/self/fd` for the real paths of descriptors; without it the guard uses
+/// the paths it resolved when directories were opened, as on a system without procfs. For
+/// tests of that fallback; takes effect for calls started afterwards.
+pub fn use_procfs_paths(enabled: bool) {
+    PROC_FD_DISABLED.store(!enabled, Ordering::Relaxed);
+}
+
+/// One granted directory, opened at load.
+#[derive(Debug, Clone)]
+pub(crate) struct Preopen {
+    /// The path the guest sees (the path the grant names, absolute).
+    pub guest: String,
+    /// Where it really is (canonical), for checks.
+    pub host: PathBuf,
+    /// The directory handle held since load; each call gets a duplicate.
+    pub handle: Arc<std::fs::File>,
+    /// Whether the grant allows writes.
+    pub writable: bool,
+}
+
+/// The rules of one call: every policy must allow an operation.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FsRules {
+    pub policies: Vec<Arc<PathPolicy>>,
+    /// Whether any policy can refuse a read (a `Read` deny rule, a hidden path). Without one,
+    /// reads and listings are not checked at all.
+    pub check_reads: bool,
+}
+
+impl FsRules {
+    fn check(&self, path: &Path, access: FsAccess, approved: &[PathBuf]) -> Result<(), FsRefusal> {
+        self.policies.iter().try_for_each(|p| p.check(path, access, approved))
+    }
+}
+
+/// The guard's per-call state (lives in the store).
+#[derive(Debug, Default)]
+pub(crate) struct FsGuard {
+    preopens: Arc<[Preopen]>,
+    /// Every preopen read-only (a call inside a parallel batch).
+    read_only: bool,
+    rules: FsRules,
+    /// Paths a person approved for this call (asked-before-writing files).
+    approved: Vec<PathBuf>,
+    /// Directory descriptors → their resolved path, when `/proc/self/fd` is not available.
+    dirs: HashMap<u32, PathBuf>,
+    /// Directory listings → the listed directory's path (only when reads are checked).
+    streams: HashMap<u32, PathBuf>,
+    refusals: Vec<String>,
+    refused_total: usize,
+    skipped_names: u64,
+    /// Whether real paths come from `/proc/self/fd` (fixed for the call).
+    procfs: bool,
+}
+
+impl FsGuard {
+    /// The guard of a call with these preopens and rules.
+    pub(crate) fn new(preopens: Arc<[Preopen]>, read_only: bool, rules: FsRules, approved: Vec<PathBuf>) -> Self {
+        FsGuard { preopens, read_only, rules, approved, procfs: proc_fd(), ..FsGuard::default() }
+    }
+
+    /// What the call's result should say about refused operations and skipped names.
+    pub(crate) fn note(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.refusals.is_empty() {
+            let more = self.refused_total.saturating_sub(self.refusals.len());
+            let mut s = String::from("The sandbox refused file operations of this call:");
+            for r in &self.refusals {
+                s.push_str("\n- ");
+                s.push_str(r);
+            }
+            if more > 0 {
+                s.push_str(&format!("\n- … and {more} more"));
+            }
+            parts.push(s);
+        }
+        if self.skipped_names > 0 {
+            parts.push(format!(
+                "{} directory {} skipped: {} not valid UTF-8, which no tool can name.",
+                self.skipped_names,
+                if self.skipped_names == 1 { "entry was" } else { "entries were" },
+                if self.skipped_names == 1 { "its name is" } else { "their names are" }
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("\n"))
+    }
+}
+
+/// The guarded `wasi:filesystem` view of a store.
+pub(crate) struct GuardedFs<'a> {
+    pub inner: WasiFilesystemCtxView<'a>,
+    pub guard: &'a mut FsGuard,
+}
+
+struct GuardedFsData;
+
+impl HasData for GuardedFsData {
+    type Data<'a> = GuardedFs<'a>;
+}
+
+/// Shadow wasmtime-wasi's `wasi:filesystem/types` and `wasi:filesystem/preopens` with the
+/// guarded view (call after `wasmtime_wasi::p2::add_to_linker_async`).
+pub(crate) fn add_to_linker<T: Send + 'static>(
+    linker: &mut Linker<T>,
+    getter: fn(&mut T) -> GuardedFs<'_>,
+) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let result = types::add_to_linker::<T, GuardedFsData>(linker, getter)
+        .and_then(|()| preopens::add_to_linker::<T, GuardedFsData>(linker, getter));
+    linker.allow_shadowing(false);
+    result
+}
+
+/// The real path of an open descriptor, from procfs (when `procfs`).
+fn fd_path(file: &std::fs::File, procfs: bool) -> Option<PathBuf> {
+    if !procfs {
+        return None;
+    }
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+}
+
+fn descriptor_file(d: &Descriptor) -> &std::fs::File {
+    match d {
+        Descriptor::Dir(d) => &d.dir,
+        Descriptor::File(f) => &f.file,
+    }
+}
+
+/// `.` and `..` removed lexically (for paths that do not exist yet, where nothing can be
+/// canonicalised).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The real path an operation on `rel` beneath the directory at `dir` reaches: intermediate
+/// links always followed, the last one when `follow`. A path that does not exist (yet) keeps
+/// its last components as written, under its deepest existing parent's real path.
+pub(crate) fn resolve_at(dir: &Path, rel: &str, follow: bool) -> PathBuf {
+    let joined = dir.join(rel);
+    if follow && let Ok(p) = std::fs::canonicalize(&joined) {
+        return p;
+    }
+    let mut parts: Vec<Component> = joined.components().collect();
+    // The last component as written (not followed); before it, the deepest part that exists,
+    // physically (`..` after a link goes where the kernel goes), then the rest as written.
+    let last = match parts.pop() {
+        Some(Component::Normal(name)) => Some(name),
+        Some(other) => {
+            parts.push(other);
+            None
+        }
+        None => None,
+    };
+    let mut rest: Vec<Component> = Vec::new();
+    while !parts.is_empty() {
+        if let Ok(real) = std::fs::canonicalize(parts.iter().collect::<PathBuf>()) {
+            let mut out = normalize(&rest.iter().rev().fold(real, |p, c| p.join(c)));
+            if let Some(name) = last {
+                out.push(name);
+            }
+            return out;
+        }
+        rest.extend(parts.pop());
+    }
+    normalize(&joined)
+}
+
+impl GuardedFs<'_> {
+    /// The real path of a directory descriptor and whether it may be written.
+    fn dir_of(&self, fd: &Resource<Descriptor>) -> FsResult<(PathBuf, bool)> {
+        let d = match self.inner.table.get(fd)? {
+            Descriptor::Dir(d) => d,
+            Descriptor::File(_) => return Err(ErrorCode::NotDirectory.into()),
+        };
+        let writable = !d.perms.write_not_permitted();
+        // Fail closed: a directory whose path is unknown is refused, not unchecked.
+        let path = fd_path(&d.dir, self.guard.procfs)
+            .or_else(|| self.guard.dirs.get(&fd.rep()).cloned())
+            .ok_or(ErrorCode::Access)?;
+        Ok((path, writable))
+    }
+
+    fn refuse(&mut self, op: &str, refusal: FsRefusal) -> FsError {
+        self.guard.refused_total += 1;
+        let line = format!("{op}: {refusal}");
+        if self.guard.refusals.len() < MAX_REFUSALS && !self.guard.refusals.contains(&line) {
+            self.guard.refusals.push(line);
+        }
+        ErrorCode::Access.into()
+    }
+
+    fn check(&mut self, op: &str, path: &Path, access: FsAccess) -> FsResult<()> {
+        match self.guard.rules.check(path, access, &self.guard.approved) {
+            Ok(()) => Ok(()),
+            Err(r) => Err(self.refuse(op, r)),
+        }
+    }
+
+    /// Check a mutation of `rel` beneath `fd` (skipped on read-only directories, where
+    /// wasmtime-wasi refuses every mutation itself).
+    fn check_mutation(
+        &mut self,
+        op: &str,
+        fd: &Resource<Descriptor>,
+        rel: &str,
+        follow: bool,
+        access: FsAccess,
+    ) -> FsResult<()> {
+        if self.guard.rules.policies.is_empty() {
+            return Ok(());
+        }
+        let (dir, writable) = self.dir_of(fd)?;
+        if !writable {
+            return Ok(());
+        }
+        let target = resolve_at(&dir, rel, follow);
+        self.check(op, &target, access)
+    }
+
+    /// Check a read of `rel` beneath `fd`, when reads can be refused at all.
+    fn check_read(&mut self, op: &str, fd: &Resource<Descriptor>, rel: &str, follow: bool) -> FsResult<()> {
+        if !self.guard.rules.check_reads {
+            return Ok(());
+        }
+        let (dir, _) = self.dir_of(fd)?;
+        let target = resolve_at(&dir, rel, follow);
+        self.check(op, &target, FsAccess::Read)
+    }
+}
+
+impl preopens::Host for GuardedFs<'_> {
+    fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<Descriptor>, String)>> {
+        let preopens = self.guard.preopens.clone();
+        let mut out = Vec::with_capacity(preopens.len());
+        for p in preopens.iter() {
+            let handle = p.handle.try_clone()?;
+            let (perms, mode) = if p.writable && !self.guard.read_only {
+                (FsPerms::ReadWrite, OpenMode::READ | OpenMode::WRITE)
+            } else {
+                (FsPerms::ReadOnly, OpenMode::READ)
+            };
+            // File operations are short; running them on the calling thread is several times
+            // cheaper than a blocking pool (as for every other WASI context here).
+            let fd = self.inner.table.push(Descriptor::Dir(Dir::new(handle, perms, mode, true)))?;
+            if !self.guard.procfs {
+                self.guard.dirs.insert(fd.rep(), p.host.clone());
+            }
+            out.push((fd, p.guest.clone()));
+        }
+        Ok(out)
+    }
+}
+
+impl types::Host for GuardedFs<'_> {
+    fn convert_error_code(&mut self, err: FsError) -> wasmtime::Result<ErrorCode> {
+        types::Host::convert_error_code(&mut self.inner, err)
+    }
+
+    fn filesystem_error_code(&mut self, err: Resource<wasmtime::Error>) -> wasmtime::Result<Option<ErrorCode>> {
+        types::Host::filesystem_error_code(&mut self.inner, err)
+    }
+}
+
+impl HostDescriptor for GuardedFs<'_> {
+    async fn advise(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+        len: types::Filesize,
+        advice: types::Advice,
+    ) -> FsResult<()> {
+        self.inner.advise(fd, offset, len, advice).await
+    }
+
+    async fn sync_data(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        self.inner.sync_data(fd).await
+    }
+
+    async fn get_flags(&mut self, fd: Resource<Descriptor>) -> FsResult<DescriptorFlags> {
+        self.inner.get_flags(fd).await
+    }
+
+    async fn get_type(&mut self, fd: Resource<Descriptor>) -> FsResult<DescriptorType> {
+        self.inner.get_type(fd).await
+    }
+
+    async fn set_size(&mut self, fd: Resource<Descriptor>, size: types::Filesize) -> FsResult<()> {
+        self.inner.set_size(fd, size).await
+    }
+
+    async fn set_times(
+        &mut self,
+        fd: Resource<Descriptor>,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        self.inner.set_times(fd, atim, mtim).await
+    }
+
+    async fn read(
+        &mut self,
+        fd: Resource<Descriptor>,
+        len: types::Filesize,
+        offset: types::Filesize,
+    ) -> FsResult<(Vec<u8>, bool)> {
+        self.inner.read(fd, len, offset).await
+    }
+
+    async fn write(
+        &mut self,
+        fd: Resource<Descriptor>,
+        buf: Vec<u8>,
+        offset: types::Filesize,
+    ) -> FsResult<types::Filesize> {
+        self.inner.write(fd, buf, offset).await
+    }
+
+    async fn read_directory(&mut self, fd: Resource<Descriptor>) -> FsResult<Resource<types::DirectoryEntryStream>> {
+        let dir = if self.guard.rules.check_reads { Some(self.dir_of(&fd)?.0) } else { None };
+        let stream = self.inner.read_directory(fd).await?;
+        if let Some(dir) = dir {
+            self.guard.streams.insert(stream.rep(), dir);
+        }
+        Ok(stream)
+    }
+
+    async fn sync(&mut self, fd: Resource<Descriptor>) -> FsResult<()> {
+        self.inner.sync(fd).await
+    }
+
+    async fn create_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.check_mutation("create directory", &fd, &path, false, FsAccess::Write)?;
+        self.inner.create_directory_at(fd, path).await
+    }
+
+    async fn stat(&mut self, fd: Resource<Descriptor>) -> FsResult<types::DescriptorStat> {
+        self.inner.stat(fd).await
+    }
+
+    async fn stat_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+    ) -> FsResult<types::DescriptorStat> {
+        self.check_read("stat", &fd, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW))?;
+        self.inner.stat_at(fd, path_flags, path).await
+    }
+
+    async fn set_times_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+        atim: types::NewTimestamp,
+        mtim: types::NewTimestamp,
+    ) -> FsResult<()> {
+        let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+        self.check_mutation("set times", &fd, &path, follow, FsAccess::Write)?;
+        self.inner.set_times_at(fd, path_flags, path, atim, mtim).await
+    }
+
+    async fn link_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path_flags: PathFlags,
+        old_path: String,
+        new_descriptor: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        if !self.guard.rules.policies.is_empty() {
+            let (new_dir, writable) = self.dir_of(&new_descriptor)?;
+            if writable {
+                // A second name for a file is a way to write it: the source counts as written.
+                let (old_dir, _) = self.dir_of(&fd)?;
+                let follow = old_path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+                let source = resolve_at(&old_dir, &old_path, follow);
+                self.check("hard link from", &source, FsAccess::Write)?;
+                let dest = resolve_at(&new_dir, &new_path, false);
+                self.check("hard link at", &dest, FsAccess::Write)?;
+            }
+        }
+        self.inner.link_at(fd, old_path_flags, old_path, new_descriptor, new_path).await
+    }
+
+    async fn open_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+        oflags: OpenFlags,
+        flags: DescriptorFlags,
+    ) -> FsResult<Resource<Descriptor>> {
+        if self.guard.rules.policies.is_empty() {
+            return self.inner.open_at(fd, path_flags, path, oflags, flags).await;
+        }
+        let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+        let mutates = flags.intersects(DescriptorFlags::WRITE | DescriptorFlags::MUTATE_DIRECTORY)
+            || oflags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE);
+        let (dir, writable) = self.dir_of(&fd)?;
+        let write_check = mutates && writable;
+        if write_check {
+            // Before: a create or truncate cannot be undone.
+            let target = resolve_at(&dir, &path, follow);
+            self.check("write", &target, FsAccess::Write)?;
+        } else if !self.guard.rules.check_reads && self.guard.procfs {
+            return self.inner.open_at(fd, path_flags, path, oflags, flags).await;
+        }
+        let opened = self.inner.open_at(fd, path_flags, path.clone(), oflags, flags).await?;
+        // After: what was really opened, whatever links led there.
+        let real = fd_path(descriptor_file(self.inner.table.get(&opened)?), self.guard.procfs)
+            .unwrap_or_else(|| resolve_at(&dir, &path, follow));
+        let access = if write_check { FsAccess::Write } else { FsAccess::Read };
+        if (write_check || self.guard.rules.check_reads)
+            && let Err(r) = self.guard.rules.check(&real, access, &self.guard.approved)
+        {
+            self.inner.table.delete(opened)?;
+            return Err(self.refuse(if write_check { "write" } else { "read" }, r));
+        }
+        if !self.guard.procfs && matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
+            self.guard.dirs.insert(opened.rep(), real);
+        }
+        Ok(opened)
+    }
+
+    fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
+        self.guard.dirs.remove(&fd.rep());
+        HostDescriptor::drop(&mut self.inner, fd)
+    }
+
+    async fn readlink_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<String> {
+        self.check_read("read link", &fd, &path, false)?;
+        self.inner.readlink_at(fd, path).await
+    }
+
+    async fn remove_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.check_mutation("remove directory", &fd, &path, false, FsAccess::Replace)?;
+        self.inner.remove_directory_at(fd, path).await
+    }
+
+    async fn rename_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        old_path: String,
+        new_fd: Resource<Descriptor>,
+        new_path: String,
+    ) -> FsResult<()> {
+        self.check_mutation("rename from", &fd, &old_path, false, FsAccess::Replace)?;
+        self.check_mutation("rename to", &new_fd, &new_path, false, FsAccess::Replace)?;
+        self.inner.rename_at(fd, old_path, new_fd, new_path).await
+    }
+
+    async fn symlink_at(&mut self, fd: Resource<Descriptor>, src_path: String, dest_path: String) -> FsResult<()> {
+        if !self.guard.rules.policies.is_empty() {
+            let (dir, writable) = self.dir_of(&fd)?;
+            if writable {
+                let link = resolve_at(&dir, &dest_path, false);
+                self.check("symlink at", &link, FsAccess::Write)?;
+                // A link to a protected file is refused too: whoever follows it later (a
+                // person, another program) would write there.
+                let parent = link.parent().unwrap_or(&dir).to_path_buf();
+                let target = resolve_at(&parent, &src_path, true);
+                self.check("symlink to", &target, FsAccess::Write)?;
+            }
+        }
+        self.inner.symlink_at(fd, src_path, dest_path).await
+    }
+
+    async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
+        self.check_mutation("delete", &fd, &path, false, FsAccess::Replace)?;
+        self.inner.unlink_file_at(fd, path).await
+    }
+
+    fn read_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynInputStream>> {
+        self.inner.read_via_stream(fd, offset)
+    }
+
+    fn write_via_stream(
+        &mut self,
+        fd: Resource<Descriptor>,
+        offset: types::Filesize,
+    ) -> FsResult<Resource<DynOutputStream>> {
+        self.inner.write_via_stream(fd, offset)
+    }
+
+    fn append_via_stream(&mut self, fd: Resource<Descriptor>) -> FsResult<Resource<DynOutputStream>> {
+        self.inner.append_via_stream(fd)
+    }
+
+    async fn is_same_object(&mut self, a: Resource<Descriptor>, b: Resource<Descriptor>) -> wasmtime::Result<bool> {
+        self.inner.is_same_object(a, b).await
+    }
+
+    async fn metadata_hash(&mut self, fd: Resource<Descriptor>) -> FsResult<types::MetadataHashValue> {
+        self.inner.metadata_hash(fd).await
+    }
+
+    async fn metadata_hash_at(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+    ) -> FsResult<types::MetadataHashValue> {
+        self.check_read("stat", &fd, &path, path_flags.contains(PathFlags::SYMLINK_FOLLOW))?;
+        self.inner.metadata_hash_at(fd, path_flags, path).await
+    }
+}
+
+impl HostDirectoryEntryStream for GuardedFs<'_> {
+    async fn read_directory_entry(
+        &mut self,
+        stream: Resource<types::DirectoryEntryStream>,
+    ) -> FsResult<Option<types::DirectoryEntry>> {
+        loop {
+            let entry = match self.inner.read_directory_entry(Resource::new_borrow(stream.rep())).await {
+                Ok(Some(entry)) => entry,
+                Ok(None) => return Ok(None),
+                // One name no WASI path can express must not end the listing: skip and count it.
+                Err(e) if e.downcast_ref() == Some(&ErrorCode::IllegalByteSequence) => {
+                    self.guard.skipped_names += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if let Some(dir) = self.guard.streams.get(&stream.rep()) {
+                let path = dir.join(&entry.name);
+                // A link is listed only if what it leads to may be read.
+                let real = if entry.type_ == DescriptorType::SymbolicLink {
+                    std::fs::canonicalize(&path).unwrap_or(path)
+                } else {
+                    path
+                };
+                if self.guard.rules.check(&real, FsAccess::Read, &self.guard.approved).is_err() {
+                    continue;
+                }
+            }
+            return Ok(Some(entry));
+        }
+    }
+
+    fn drop(&mut self, stream: Resource<types::DirectoryEntryStream>) -> wasmtime::Result<()> {
+        self.guard.streams.remove(&stream.rep());
+        HostDirectoryEntryStream::drop(&mut self.inner, stream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolution_follows_links_only_where_the_operation_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::fs::write(root.join("real/file"), "x").unwrap();
+        std::os::unix::fs::symlink("real", root.join("link")).unwrap();
+        std::os::unix::fs::symlink("real/file", root.join("flink")).unwrap();
+        // Intermediate links are always followed.
+        assert_eq!(resolve_at(&root, "link/file", false), root.join("real/file"));
+        // The last one only when asked.
+        assert_eq!(resolve_at(&root, "flink", true), root.join("real/file"));
+        assert_eq!(resolve_at(&root, "flink", false), root.join("flink"));
+        // Not there yet: the parent's real path and the name as written.
+        assert_eq!(resolve_at(&root, "link/new", true), root.join("real/new"));
+        assert_eq!(resolve_at(&root, "link/../real/./x", false), root.join("real/x"));
+        // Deeper than what exists: the deepest existing part's real path, then the rest.
+        assert_eq!(resolve_at(&root, "link/a/b/c", false), root.join("real/a/b/c"));
+        assert_eq!(resolve_at(&root, "link/a/b/c", true), root.join("real/a/b/c"));
+    }
+}

@@ -1,0 +1,126 @@
+//! Granted directories resolved once, at load: each is canonicalised, must stay inside the
+//! real path of every directory it was derived from (the grant entry, the ceiling entry, and the
+//! workspace when it was named inside it), and is opened then. Calls get duplicates of that
+//! handle (fsguard.rs), so a granted subdirectory replaced by a link later reaches nothing new.
+
+use crate::fsguard::Preopen;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolhost_policy::{Capability, DirGrant, Grant, resolve};
+
+/// The preopens of `dirs` (an effective grant's directories, at their lexical paths).
+///
+/// # Errors
+///
+/// A message naming both paths when a directory's real path leaves a directory it was named
+/// under, or when it cannot be opened.
+pub(crate) fn pin_dirs(
+    dirs: &[DirGrant],
+    grant: &Grant,
+    ceiling: &[Capability],
+    workspace: &Path,
+) -> Result<Vec<Preopen>, String> {
+    // Every directory a granted one may have been derived from, lexically and really.
+    let mut bases: Vec<PathBuf> = grant.fs_read.iter().chain(&grant.fs_write).map(|p| resolve(p, workspace)).collect();
+    bases.extend(ceiling.iter().filter_map(|c| match c {
+        Capability::FsRead(p) | Capability::FsWrite(p) => Some(resolve(p, workspace)),
+        _ => None,
+    }));
+    bases.push(workspace.to_path_buf());
+    let mut preopens = Vec::with_capacity(dirs.len());
+    for dir in dirs {
+        let real = dir
+            .path
+            .canonicalize()
+            .map_err(|e| format!("cannot resolve granted directory {}: {e}", dir.path.display()))?;
+        for base in bases.iter().filter(|b| dir.path.starts_with(b)) {
+            let base_real = base.canonicalize().unwrap_or_else(|_| base.clone());
+            if !real.starts_with(&base_real) {
+                return Err(format!(
+                    "granted directory {} really is {}, outside {} that it was named under (a link?); \
+                     grant the real directory instead, or remove the link",
+                    dir.path.display(),
+                    real.display(),
+                    base_real.display()
+                ));
+            }
+        }
+        let guest = dir.path.to_str().ok_or_else(|| format!("granted path {} is not UTF-8", dir.path.display()))?;
+        let handle = open_dir(&real).map_err(|e| format!("cannot open granted directory {}: {e}", real.display()))?;
+        preopens.push(Preopen {
+            guest: guest.to_string(),
+            host: real,
+            handle: Arc::new(handle),
+            writable: dir.writable,
+        });
+    }
+    Ok(preopens)
+}
+
+/// Open a directory without following a link at its last component (the path is canonical:
+/// a link there now was planted since it was resolved), as wasmtime-wasi opens preopens.
+fn open_dir(path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::OFlags;
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW;
+    std::fs::OpenOptions::new().read(true).custom_flags(flags.bits() as i32).open(path)
+}
+
+/// Files a hook command runs: each word of it (after `$CLAUDE_PROJECT_DIR` and
+/// `$TOOLHOST_WORKSPACE` are replaced) that names an existing file, relative to the workspace
+/// (the hooks' working directory) or absolute.
+pub(crate) fn hook_scripts(command: &str, workspace: &Path) -> Vec<PathBuf> {
+    let ws = workspace.display().to_string();
+    let expanded = ["${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR", "${TOOLHOST_WORKSPACE}", "$TOOLHOST_WORKSPACE"]
+        .iter()
+        .fold(command.to_string(), |c, var| c.replace(var, &ws));
+    expanded
+        .split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|' || c == '(' || c == ')')
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .filter(|w| !w.is_empty() && !w.starts_with('-'))
+        .map(|w| workspace.join(w))
+        .filter(|p| p.is_file())
+        .filter_map(|p| p.canonicalize().ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_granted_subdirectory_that_is_a_link_outside_is_refused() {
+        let ws = tempfile::tempdir().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let ws_path = ws.path().canonicalize().unwrap();
+        std::fs::create_dir(ws_path.join("real")).unwrap();
+        std::os::unix::fs::symlink(out.path(), ws_path.join("docs")).unwrap();
+        std::os::unix::fs::symlink("real", ws_path.join("alias")).unwrap();
+        let ceiling = [Capability::FsRead("/".into())];
+        let grant = |p: &str| Grant { fs_read: vec![p.into()], ..Grant::none() };
+        let dir = |p: &str| DirGrant { path: ws_path.join(p), writable: false };
+
+        let err = pin_dirs(&[dir("docs")], &grant("docs"), &ceiling, &ws_path).unwrap_err();
+        assert!(err.contains(&ws_path.join("docs").display().to_string()), "{err}");
+        assert!(err.contains(&out.path().canonicalize().unwrap().display().to_string()), "{err}");
+
+        // A link that stays inside is fine: the guest sees the named path, the handle is real.
+        let ok = pin_dirs(&[dir("alias")], &grant("alias"), &ceiling, &ws_path).unwrap();
+        assert_eq!(ok[0].guest, ws_path.join("alias").display().to_string());
+        assert_eq!(ok[0].host, ws_path.join("real"));
+    }
+
+    #[test]
+    fn hook_commands_name_their_scripts() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws_path = ws.path().canonicalize().unwrap();
+        std::fs::create_dir(ws_path.join("scripts")).unwrap();
+        std::fs::write(ws_path.join("scripts/guard.sh"), "").unwrap();
+        std::fs::write(ws_path.join("hook.py"), "").unwrap();
+        let want = vec![ws_path.join("scripts/guard.sh")];
+        assert_eq!(hook_scripts("./scripts/guard.sh --strict", &ws_path), want);
+        assert_eq!(hook_scripts("sh \"$CLAUDE_PROJECT_DIR/scripts/guard.sh\"", &ws_path), want);
+        assert_eq!(hook_scripts("python3 hook.py && true", &ws_path), vec![ws_path.join("hook.py")]);
+        assert!(hook_scripts("jq -r .tool_name", &ws_path).is_empty());
+    }
+}
