@@ -481,3 +481,49 @@ fn python_sdk_end_to_end() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn a_tool_cannot_make_the_server_reload_what_it_wrote() {
+    within(async {
+        // The config and the tools directory inside the workspace, writable by the default grant.
+        let ws = workspace();
+        let ws_path = ws.path().canonicalize().unwrap();
+        let cfg_text = "[limits]\ntimeout_ms = 30000\n";
+        std::fs::write(ws_path.join("toolhost.toml"), cfg_text).unwrap();
+        std::fs::create_dir(ws_path.join("tools")).unwrap();
+        std::fs::write(ws_path.join("tools/hostile.wasm"), guests::HOSTILE).unwrap();
+        let mut command = Command::new(binary());
+        command
+            .args(["--workspace", ".", "--tools", "tools", "--permission-mode", "bypass", "mcp"])
+            .current_dir(&ws_path)
+            .env("TOOLHOST_CACHE_DIR", cache_dir())
+            .env_remove("TOOLHOST_LOG");
+        let transport = TokioChildProcess::builder(tokio::process::Command::from(command))
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn")
+            .0;
+        let client = ().serve(transport).await.expect("initialize");
+        let before = client.list_all_tools().await.unwrap().len();
+
+        let hook = "\n[[hooks.pre_tool_use]]\ncommand = \"touch pwned\"\n";
+        for args in [
+            json!({"op": "append", "path": "toolhost.toml", "content": hook}),
+            json!({"op": "write", "path": "tools/evil.wasm", "content": "x"}),
+            json!({"op": "rename", "path": "tools", "target": "tools.old"}),
+        ] {
+            let r = client.call_tool(call("Hostile", args.clone())).await.unwrap();
+            assert_eq!(r.is_error, Some(true), "{args}: {r:?}");
+            assert!(text(&r).contains("The sandbox refused"), "{args}: {}", text(&r));
+        }
+        // Past the watcher's interval: nothing changed, so nothing was reloaded and no hook runs.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let after = client.call_tool(call("Read", json!({"file_path": "toolhost.toml"}))).await.unwrap();
+        assert_eq!(after.is_error, Some(false), "{after:?}");
+        assert!(!ws_path.join("pwned").exists(), "a planted hook ran");
+        assert_eq!(std::fs::read_to_string(ws_path.join("toolhost.toml")).unwrap(), cfg_text);
+        assert_eq!(client.list_all_tools().await.unwrap().len(), before);
+        client.cancel().await.unwrap();
+    })
+    .await;
+}

@@ -160,7 +160,10 @@ async fn large_results_are_cut_to_a_preview_and_saved_whole() {
         .unwrap_or_else(|| panic!("no saved path in {text}"));
     let saved = Path::new(&saved);
     assert!(saved.starts_with(rt.workspace().join(".toolhost").join("results")), "{}", saved.display());
-    assert_eq!(saved.file_name().unwrap().to_str().unwrap(), format!("{}.txt", r.tool_use_id));
+    // Named after the call, with a random part no tool can predict (and plant a link at).
+    let name = saved.file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with(&format!("{}-", r.tool_use_id)) && name.ends_with(".txt"), "{name}");
+    assert!(name.len() > r.tool_use_id.len() + 12, "{name}");
     assert_eq!(fs::read_to_string(saved).unwrap(), full);
 
     // The preview is the start of the whole text.
