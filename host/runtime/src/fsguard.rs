@@ -112,6 +112,9 @@ pub(crate) struct FsGuard {
     skipped_names: u64,
     /// Whether real paths come from `/proc/self/fd` (fixed for the call).
     procfs: bool,
+    /// Real paths of directories resolved in this call (a walk stats many files in one
+    /// directory: one resolution each). Emptied by every operation that changes directories.
+    resolved: HashMap<PathBuf, PathBuf>,
 }
 
 impl FsGuard {
@@ -236,18 +239,70 @@ pub(crate) fn resolve_at(dir: &Path, rel: &str, follow: bool) -> PathBuf {
     normalize(&joined)
 }
 
+/// Directories remembered per call at most (a walk over a huge tree cannot grow it without end).
+const MAX_RESOLVED: usize = 4096;
+
 impl GuardedFs<'_> {
+    /// [`resolve_at`] with the parent directory's real path remembered for the call.
+    fn resolve(&mut self, dir: &Path, rel: &str, follow: bool) -> PathBuf {
+        let joined = dir.join(rel);
+        let (Some(parent), Some(Component::Normal(name))) = (joined.parent(), joined.components().next_back()) else {
+            return resolve_at(dir, rel, follow);
+        };
+        let real_parent = match self.guard.resolved.get(parent) {
+            Some(p) => p.clone(),
+            None => match std::fs::canonicalize(parent) {
+                Ok(p) => {
+                    if self.guard.resolved.len() >= MAX_RESOLVED {
+                        self.guard.resolved.clear();
+                    }
+                    self.guard.resolved.insert(parent.to_path_buf(), p.clone());
+                    p
+                }
+                Err(_) => return resolve_at(dir, rel, follow),
+            },
+        };
+        let candidate = real_parent.join(name);
+        if !follow {
+            return candidate;
+        }
+        match std::fs::symlink_metadata(&candidate) {
+            Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&candidate).unwrap_or(candidate),
+            _ => candidate,
+        }
+    }
+
+    /// Forget resolved directories: the guest is changing the tree.
+    fn tree_changes(&mut self) {
+        self.guard.resolved.clear();
+        // With procfs, descriptor paths are asked again; without it they are all there is.
+        if self.guard.procfs {
+            self.guard.dirs.clear();
+        }
+    }
+
+    /// Whether a directory descriptor may be written.
+    fn writable(&self, fd: &Resource<Descriptor>) -> FsResult<bool> {
+        match self.inner.table.get(fd)? {
+            Descriptor::Dir(d) => Ok(!d.perms.write_not_permitted()),
+            Descriptor::File(_) => Err(ErrorCode::NotDirectory.into()),
+        }
+    }
+
     /// The real path of a directory descriptor and whether it may be written.
-    fn dir_of(&self, fd: &Resource<Descriptor>) -> FsResult<(PathBuf, bool)> {
+    fn dir_of(&mut self, fd: &Resource<Descriptor>) -> FsResult<(PathBuf, bool)> {
         let d = match self.inner.table.get(fd)? {
             Descriptor::Dir(d) => d,
             Descriptor::File(_) => return Err(ErrorCode::NotDirectory.into()),
         };
         let writable = !d.perms.write_not_permitted();
+        if let Some(path) = self.guard.dirs.get(&fd.rep()) {
+            return Ok((path.clone(), writable));
+        }
         // Fail closed: a directory whose path is unknown is refused, not unchecked.
-        let path = fd_path(&d.dir, self.guard.procfs)
-            .or_else(|| self.guard.dirs.get(&fd.rep()).cloned())
-            .ok_or(ErrorCode::Access)?;
+        let path = fd_path(&d.dir, self.guard.procfs).ok_or(ErrorCode::Access)?;
+        // Remembered until the guest changes the tree (`tree_changes`).
+        self.guard.dirs.insert(fd.rep(), path.clone());
         Ok((path, writable))
     }
 
@@ -280,11 +335,11 @@ impl GuardedFs<'_> {
         if self.guard.rules.policies.is_empty() {
             return Ok(());
         }
-        let (dir, writable) = self.dir_of(fd)?;
-        if !writable {
+        if !self.writable(fd)? {
             return Ok(());
         }
-        let target = resolve_at(&dir, rel, follow);
+        let (dir, _) = self.dir_of(fd)?;
+        let target = self.resolve(&dir, rel, follow);
         self.check(op, &target, access)
     }
 
@@ -294,7 +349,7 @@ impl GuardedFs<'_> {
             return Ok(());
         }
         let (dir, _) = self.dir_of(fd)?;
-        let target = resolve_at(&dir, rel, follow);
+        let target = self.resolve(&dir, rel, follow);
         self.check(op, &target, FsAccess::Read)
     }
 }
@@ -401,6 +456,7 @@ impl HostDescriptor for GuardedFs<'_> {
 
     async fn create_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
         self.check_mutation("create directory", &fd, &path, false, FsAccess::Write)?;
+        self.tree_changes();
         self.inner.create_directory_at(fd, path).await
     }
 
@@ -468,14 +524,16 @@ impl HostDescriptor for GuardedFs<'_> {
         let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
         let mutates = flags.intersects(DescriptorFlags::WRITE | DescriptorFlags::MUTATE_DIRECTORY)
             || oflags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE);
-        let (dir, writable) = self.dir_of(&fd)?;
-        let write_check = mutates && writable;
+        let write_check = mutates && self.writable(&fd)?;
+        if !write_check && !self.guard.rules.check_reads && self.guard.procfs {
+            // A read no rule can refuse: nothing to check (the common case costs nothing).
+            return self.inner.open_at(fd, path_flags, path, oflags, flags).await;
+        }
+        let (dir, _) = self.dir_of(&fd)?;
         if write_check {
             // Before: a create or truncate cannot be undone.
-            let target = resolve_at(&dir, &path, follow);
+            let target = self.resolve(&dir, &path, follow);
             self.check("write", &target, FsAccess::Write)?;
-        } else if !self.guard.rules.check_reads && self.guard.procfs {
-            return self.inner.open_at(fd, path_flags, path, oflags, flags).await;
         }
         let opened = self.inner.open_at(fd, path_flags, path.clone(), oflags, flags).await?;
         // After: what was really opened, whatever links led there.
@@ -506,6 +564,7 @@ impl HostDescriptor for GuardedFs<'_> {
 
     async fn remove_directory_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
         self.check_mutation("remove directory", &fd, &path, false, FsAccess::Replace)?;
+        self.tree_changes();
         self.inner.remove_directory_at(fd, path).await
     }
 
@@ -518,6 +577,7 @@ impl HostDescriptor for GuardedFs<'_> {
     ) -> FsResult<()> {
         self.check_mutation("rename from", &fd, &old_path, false, FsAccess::Replace)?;
         self.check_mutation("rename to", &new_fd, &new_path, false, FsAccess::Replace)?;
+        self.tree_changes();
         self.inner.rename_at(fd, old_path, new_fd, new_path).await
     }
 
@@ -534,11 +594,13 @@ impl HostDescriptor for GuardedFs<'_> {
                 self.check("symlink to", &target, FsAccess::Write)?;
             }
         }
+        self.tree_changes();
         self.inner.symlink_at(fd, src_path, dest_path).await
     }
 
     async fn unlink_file_at(&mut self, fd: Resource<Descriptor>, path: String) -> FsResult<()> {
         self.check_mutation("delete", &fd, &path, false, FsAccess::Replace)?;
+        self.tree_changes();
         self.inner.unlink_file_at(fd, path).await
     }
 
