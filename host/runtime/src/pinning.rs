@@ -67,8 +67,9 @@ fn open_dir(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// Files a hook command runs: each word of it (after `$CLAUDE_PROJECT_DIR` and
-/// `$TOOLHOST_WORKSPACE` are replaced) that names an existing file, relative to the workspace
-/// (the hooks' working directory) or absolute.
+/// `$TOOLHOST_WORKSPACE` are replaced) that names an existing file, or that contains a `/`
+/// (a path, whether or not it exists yet), relative to the workspace (the hooks' working
+/// directory) or absolute.
 pub(crate) fn hook_scripts(command: &str, workspace: &Path) -> Vec<PathBuf> {
     let ws = workspace.display().to_string();
     let expanded = ["${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR", "${TOOLHOST_WORKSPACE}", "$TOOLHOST_WORKSPACE"]
@@ -78,9 +79,18 @@ pub(crate) fn hook_scripts(command: &str, workspace: &Path) -> Vec<PathBuf> {
         .split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|' || c == '(' || c == ')')
         .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
         .filter(|w| !w.is_empty() && !w.starts_with('-'))
-        .map(|w| workspace.join(w))
-        .filter(|p| p.is_file())
-        .filter_map(|p| p.canonicalize().ok())
+        // A word with a `/` is a path even when nothing is there yet: a tool must not be able
+        // to create the script a hook will run.
+        .filter_map(|w| {
+            let p = workspace.join(w);
+            if p.is_file() {
+                p.canonicalize().ok()
+            } else if w.contains('/') {
+                Some(toolhost_policy::normalize(&p))
+            } else {
+                None
+            }
+        })
         .collect()
 }
 
@@ -122,5 +132,7 @@ mod tests {
         assert_eq!(hook_scripts("sh \"$CLAUDE_PROJECT_DIR/scripts/guard.sh\"", &ws_path), want);
         assert_eq!(hook_scripts("python3 hook.py && true", &ws_path), vec![ws_path.join("hook.py")]);
         assert!(hook_scripts("jq -r .tool_name", &ws_path).is_empty());
+        // Not there yet: still protected, so no tool can create it.
+        assert_eq!(hook_scripts("./hooks/missing.sh", &ws_path), vec![ws_path.join("hooks/missing.sh")]);
     }
 }
