@@ -22,6 +22,7 @@ const GUESTS: &[&str] = &[
     "net",
     "hostile",
     "liar",
+    "load-spin",
 ];
 
 fn main() {

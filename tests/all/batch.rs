@@ -133,7 +133,7 @@ async fn context_updates_of_a_parallel_batch_apply_after_it_in_model_order() {
     for r in &results {
         assert_eq!(r.text(), "none", "{r:?}");
     }
-    assert_eq!(session.get("k").as_deref(), Some("\"third\""));
+    assert_eq!(session.get(&toolhost::tool_namespace("Ctx"), "k").as_deref(), Some("\"third\""));
     // A serial call's update is visible to the next call at once.
     let results = rt
         .run_batch(

@@ -247,7 +247,8 @@ fn a_session_file_carries_read_state_to_a_later_edit() {
     let o = run(ws.path(), &["call", "Read", r#"{"file_path":"a.txt"}"#, "--session", session_arg]);
     assert_exit(&o, 0);
     let saved: Value = serde_json::from_str(&fs::read_to_string(&session).unwrap()).unwrap();
-    assert!(saved.as_object().unwrap().keys().any(|k| k.starts_with("read:") && k.ends_with("a.txt")), "{saved}");
+    let context = saved["context"].as_object().expect("the session file holds the context");
+    assert!(context.keys().any(|k| k.starts_with("toolhost/read:") && k.ends_with("a.txt")), "{saved}");
 
     let o = run(ws.path(), &["--permission-mode", "accept-edits", "call", "Edit", edit, "--session", session_arg]);
     assert_exit(&o, 0);

@@ -122,7 +122,7 @@ async fn read_refuses_directories_and_missing_files() {
     let text = err(&r, OutcomeKind::InvalidInput);
     assert!(text.contains(&rt.workspace().join("missing.txt").display().to_string()), "{text}");
     // Neither failure records anything for Edit.
-    assert!(session.to_map().keys().all(|k| !k.starts_with("read:")), "{:?}", session.to_map());
+    assert!(session.snapshot().keys().all(|k| !k.starts_with("toolhost/read:")), "{:?}", session.snapshot());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -153,7 +153,7 @@ async fn read_cannot_reach_outside_the_workspace() {
     assert!(!r.text().contains("TOPSECRET"), "{r:?}");
     let r = call(&rt, &session, "Glob", json!({"pattern": "**/*.txt", "path": outside.path().to_str().unwrap()})).await;
     assert!(r.is_error || !r.text().contains("secret.txt"), "{r:?}");
-    assert!(session.to_map().keys().all(|k| !k.starts_with("read:")), "{:?}", session.to_map());
+    assert!(session.snapshot().keys().all(|k| !k.starts_with("toolhost/read:")), "{:?}", session.snapshot());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -202,7 +202,8 @@ async fn edit_needs_a_read_in_the_same_session() {
     // Read leaves the file's state in the session's context, under `read:ABSOLUTE_PATH`.
     ok(&call(&rt, &session, "Read", json!({"file_path": "a.txt"})).await);
     let key = format!("read:{}", abs.display());
-    let state: serde_json::Value = serde_json::from_str(&session.get(&key).expect("Read records the file")).unwrap();
+    let state: serde_json::Value =
+        serde_json::from_str(&session.get(toolhost::EMBEDDED_NAMESPACE, &key).expect("Read records the file")).unwrap();
     assert_eq!(state["size"], 14, "{state}");
     assert!(state["mtime_ns"].is_string(), "{state}");
 

@@ -1,6 +1,8 @@
 //! `wasi:http` as a capability, against real servers on loopback: a request reaches exactly
 //! what the call's `net` grant names and is refused (`HTTP-request-denied`) before any lookup
-//! or connection otherwise; redirects are checked hop by hop; the call's network limits
+//! or connection otherwise; `*` and names never reach loopback addresses (only a literal
+//! grant, `localhost` by name or `allow_private_network` does); redirects are checked hop by
+//! hop; the call's network limits
 //! (response bytes, first-byte timeout, open connections) stop it with a `network_limit`
 //! result; HTTPS trusts Mozilla's roots plus `[tls] ca_files`; and the `WebFetch` default tool
 //! works end to end.
@@ -11,7 +13,7 @@ use toolhost::{OutcomeKind, Runtime, Session, ToolResult, ToolSource};
 use toolhost_tests::server::{Server, TestCa, ok_response, read_head};
 use toolhost_tests::{call, config, default_tools, guests, runtime, workspace};
 
-use crate::network::{ok, refused_with};
+use crate::network::{ok, out_of_range, refused_with};
 
 /// A runtime with the Net guest and the default tools under `toml`.
 async fn net_rt(ws: &std::path::Path, toml: &str) -> Runtime {
@@ -82,6 +84,51 @@ async fn other_port_host_or_address_is_refused_before_connecting() {
     // A name nobody granted, on a web port: the suggested grant needs no port.
     denied(&get(&rt, "http://example.invalid/", json!({})).await, "example.invalid");
     assert_eq!((granted.hits(), other.hits()), (0, 0), "a refused request reached a server");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn star_never_reaches_loopback() {
+    let ws = workspace();
+    let server = Server::http("private");
+    let port = server.port;
+    let rt = net_rt(ws.path(), &grant(&["*".into()], "")).await;
+    let literal = format!("127.0.0.1:{port}");
+    // An IP literal in the URL: `*` does not name it.
+    let r = get(&rt, &format!("http://127.0.0.1:{port}/"), json!({})).await;
+    out_of_range(&r, "HttpRequestDenied", "127.0.0.1", "a loopback address", &literal);
+    // Nor in its IPv4-mapped IPv6 form.
+    let r = get(&rt, &format!("http://[::ffff:127.0.0.1]:{port}/"), json!({})).await;
+    out_of_range(&r, "HttpRequestDenied", "127.0.0.1", "a loopback address", &literal);
+    // A name that resolves to loopback (DNS rebinding): refused after the lookup.
+    let r = get(&rt, &format!("http://localhost:{port}/"), json!({})).await;
+    out_of_range(&r, "HttpRequestDenied", "127.0.0.1 (resolved from localhost)", "a loopback address", &literal);
+    assert_eq!(server.hits(), 0, "a refused request reached the server");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_through_star_to_loopback_is_refused() {
+    let ws = workspace();
+    let target = Server::http("internal");
+    let hop = Server::redirect(format!("http://localhost:{}/", target.port));
+    // The first hop is granted literally; the redirect's target only through `*`.
+    let rt = net_rt(ws.path(), &grant(&[format!("127.0.0.1:{}", hop.port), "*".into()], "")).await;
+    let r = get(&rt, &format!("http://127.0.0.1:{}/", hop.port), json!({})).await;
+    let literal = format!("127.0.0.1:{}", target.port);
+    out_of_range(&r, "HttpRequestDenied", "127.0.0.1 (resolved from localhost)", "a loopback address", &literal);
+    assert_eq!((hop.hits(), target.hits()), (1, 0));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allow_private_network_lets_star_reach_loopback() {
+    let ws = workspace();
+    let server = Server::http("private, allowed");
+    let port = server.port;
+    let rt = net_rt(ws.path(), &format!("{}allow_private_network = true\n", grant(&["*".into()], ""))).await;
+    for url in [format!("http://127.0.0.1:{port}/"), format!("http://localhost:{port}/")] {
+        let text = ok(&get(&rt, &url, json!({})).await);
+        assert!(text.ends_with("private, allowed"), "{text}");
+    }
+    assert_eq!(server.hits(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -329,7 +329,7 @@ async fn context_updates_reach_later_calls() {
     let first = call(&rt, &session, "Ctx", json!({"get": "greeting", "set": "greeting", "value": "hello"})).await;
     assert!(!first.is_error, "{first:?}");
     assert_eq!(first.text(), "none", "a call reads the map as it was when it started");
-    assert_eq!(session.get("greeting").as_deref(), Some("\"hello\""));
+    assert_eq!(session.get(&toolhost::tool_namespace("Ctx"), "greeting").as_deref(), Some("\"hello\""));
     let second = call(&rt, &session, "Ctx", json!({"get": "greeting"})).await;
     assert_eq!(second.text(), "\"hello\"");
     // The host answers the reserved workspace key, and a tool cannot overwrite it.

@@ -15,5 +15,7 @@ mod load;
 mod mcp;
 mod network;
 mod permissions;
+mod props;
 mod sandbox;
 mod schema;
+mod trust;

@@ -1,6 +1,8 @@
 //! `toolhost mcp` end to end: rmcp's client over stdio (a child process), raw JSON-RPC lines
-//! for malformed frames, raw HTTP for the DNS-rebinding checks, and the official Python SDK
-//! (tests/mcp/test_server.py) over stdio and HTTP when its virtualenv is there.
+//! for malformed frames and the per-session queue limit, raw HTTP for the bearer token, the
+//! DNS-rebinding and Origin checks, body limits and the global `max_concurrency`, and the
+//! official Python SDK (tests/mcp/test_server.py) over stdio and HTTP when its virtualenv is
+//! there.
 
 use rmcp::ServiceExt as _;
 use rmcp::model::{
@@ -49,7 +51,11 @@ impl Fixture {
             .args(extra)
             .current_dir(self.ws.path())
             .env("TOOLHOST_CACHE_DIR", cache_dir())
-            .env_remove("TOOLHOST_LOG");
+            .env_remove("TOOLHOST_LOG")
+            .env_remove("TOOLHOST_MAX_CONCURRENCY")
+            .env_remove("TOOLHOST_MCP_TOKEN")
+            // The generated token file goes to the test's cache directory.
+            .env_remove("XDG_RUNTIME_DIR");
         c
     }
 
@@ -253,15 +259,65 @@ struct Raw {
     stdin: std::process::ChildStdin,
     /// Lines from the server's stdout, read on a thread so that waiting for one can time out.
     lines: std::sync::mpsc::Receiver<String>,
+    /// Lines from the server's stderr, when captured.
+    log: Option<Log>,
+}
+
+/// Every line a server wrote to stderr so far (read on a thread, so the pipe never fills).
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    /// Keep reading `stderr` into the log on a thread.
+    fn follow(&self, stderr: impl std::io::BufRead + Send + 'static) {
+        let lines = self.0.clone();
+        std::thread::spawn(move || {
+            for line in stderr.lines() {
+                let Ok(line) = line else { break };
+                lines.lock().unwrap().push(line);
+            }
+        });
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Wait (up to 2 minutes) for a line containing `needle`.
+    fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(line) = self.lines().into_iter().find(|l| l.contains(needle)) {
+                return line;
+            }
+            assert!(Instant::now() < deadline, "no line with {needle:?} on stderr: {:#?}", self.lines());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The runtime's start and finish events (logged at debug level), in order, as
+    /// `("start" | "finish", call id)`.
+    fn call_events(&self, tool: &str) -> Vec<(String, String)> {
+        self.lines()
+            .iter()
+            .filter_map(|line| serde_json::from_str::<Value>(&line[line.find('{')?..]).ok())
+            .filter(|e| e["tool"] == tool && (e["event"] == "start" || e["event"] == "finish"))
+            .map(|e| (e["event"].as_str().unwrap().to_string(), e["id"].as_str().unwrap().to_string()))
+            .collect()
+    }
 }
 
 impl Raw {
     fn spawn(fx: &Fixture) -> Self {
-        let mut child = fx
-            .command(&[])
+        Self::spawn_with(fx.command(&[]), false)
+    }
+
+    /// `command` with piped stdio; with `log`, its stderr is kept.
+    fn spawn_with(mut command: Command, log: bool) -> Self {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(if log { Stdio::piped() } else { Stdio::null() })
             .spawn()
             .expect("spawn toolhost mcp");
         let stdin = child.stdin.take().unwrap();
@@ -275,7 +331,12 @@ impl Raw {
                 }
             }
         });
-        Raw { child, stdin, lines }
+        let log = child.stderr.take().map(|stderr| {
+            let log = Log::default();
+            log.follow(BufReader::new(stderr));
+            log
+        });
+        Raw { child, stdin, lines, log }
     }
 
     fn send(&mut self, line: &str) {
@@ -287,6 +348,17 @@ impl Raw {
     fn recv(&mut self) -> Value {
         let line = self.lines.recv_timeout(Duration::from_secs(120)).expect("the server answered within 2 minutes");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+    }
+
+    fn initialize(&mut self) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+            .to_string(),
+        );
+        let init = self.recv();
+        assert_eq!(init["id"], 1, "{init}");
+        self.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
     }
 }
 
@@ -345,38 +417,65 @@ fn malformed_frames_and_unknown_methods_get_errors_and_the_server_keeps_serving(
     assert!(ok["result"]["content"][0]["text"].as_str().unwrap().contains("hello from the workspace"));
 }
 
-/// `toolhost mcp --http 127.0.0.1:0`, and the URL it printed.
+/// `toolhost mcp --http 127.0.0.1:0`, the address it printed, the token it uses and its stderr.
 struct Http {
     child: std::process::Child,
     addr: String,
+    /// The file named on the token line, if any.
+    token_file: Option<PathBuf>,
+    /// The token read from it (or given), sent by [`Http::post`].
+    token: Option<String>,
+    log: Log,
+}
+
+/// An `initialize` request.
+fn init_request() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    .to_string()
 }
 
 impl Http {
     fn spawn(fx: &Fixture) -> Self {
-        let child = fx
-            .command(&["--http", "127.0.0.1:0"])
+        Self::spawn_with(fx.command(&["--http", "127.0.0.1:0"]))
+    }
+
+    /// Start `command` (a `toolhost … mcp --http ADDR …`) and read its startup lines.
+    fn spawn_with(mut command: Command) -> Self {
+        let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn toolhost mcp --http");
         // Owned at once, so the process is killed and waited for on every path.
-        let mut http = Http { child, addr: String::new() };
+        let mut http = Http { child, addr: String::new(), token_file: None, token: None, log: Log::default() };
         let mut stderr = BufReader::new(http.child.stderr.take().unwrap());
         let mut line = String::new();
         loop {
             line.clear();
-            assert!(stderr.read_line(&mut line).unwrap() > 0, "toolhost mcp --http exited");
+            assert!(stderr.read_line(&mut line).unwrap() > 0, "toolhost mcp --http exited: {:#?}", http.log.lines());
+            http.log.0.lock().unwrap().push(line.trim_end().to_string());
+            if let Some(file) = line.trim_end().strip_prefix("toolhost mcp: token in ") {
+                let file = PathBuf::from(file);
+                http.token = Some(std::fs::read_to_string(&file).expect("the token file").trim().to_string());
+                http.token_file = Some(file);
+            }
             if let Some(url) = line.trim().strip_prefix("toolhost mcp: listening on http://") {
                 http.addr = url.strip_suffix("/mcp").expect("served at /mcp").to_string();
-                std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+                http.log.follow(stderr);
                 return http;
             }
         }
     }
 
-    /// POST `body` to `path` with these extra headers; returns the status code and body.
-    fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    fn port(&self) -> &str {
+        self.addr.rsplit(':').next().unwrap()
+    }
+
+    /// POST `body` to `path` with exactly these extra headers (and `Host` unless given);
+    /// returns the status code and the whole response (head and decoded body).
+    fn post_as_is(&self, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
         let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
         let mut request = format!(
             "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
@@ -391,11 +490,75 @@ impl Http {
         request.push_str("\r\n");
         request.push_str(body);
         stream.write_all(request.as_bytes()).unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        (status, response)
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).unwrap();
+        parse_response(&response)
     }
+
+    /// [`Http::post_as_is`] with the server's token, unless `headers` has an `Authorization`.
+    fn post(&self, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+        let bearer = self.token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut all = headers.to_vec();
+        if let Some(bearer) = &bearer
+            && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        {
+            all.push(("Authorization", bearer));
+        }
+        self.post_as_is(path, &all, body)
+    }
+
+    /// `initialize` and `notifications/initialized`: a new MCP session's id.
+    fn open_session(&self) -> String {
+        let (status, response) = self.post("/mcp", &[], &init_request());
+        assert_eq!(status, 200, "{response}");
+        let id = response
+            .lines()
+            .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_else(|| panic!("no Mcp-Session-Id: {response}"));
+        let headers = [("Mcp-Session-Id", id.as_str()), ("MCP-Protocol-Version", "2025-06-18")];
+        let (status, response) =
+            self.post("/mcp", &headers, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        assert_eq!(status, 202, "{response}");
+        id
+    }
+
+    /// A `tools/call` in `session`: the JSON-RPC response (from the event stream or JSON body).
+    fn call(&self, session: &str, id: u64, name: &str, arguments: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}})
+        .to_string();
+        let headers = [("Mcp-Session-Id", session), ("MCP-Protocol-Version", "2025-06-18")];
+        let (status, response) = self.post("/mcp", &headers, &body);
+        assert_eq!(status, 200, "{response}");
+        let (_, body) = response.split_once("\r\n\r\n").unwrap();
+        body.lines()
+            .map(|l| l.strip_prefix("data:").unwrap_or(l).trim())
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("no response to call {id}: {response}"))
+    }
+}
+
+/// The status and the response with a chunked body decoded.
+fn parse_response(raw: &[u8]) -> (u16, String) {
+    let text = String::from_utf8_lossy(raw);
+    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let Some((head, body)) = text.split_once("\r\n\r\n") else { return (status, text.into_owned()) };
+    if !head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        return (status, text.into_owned());
+    }
+    let mut decoded = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        if size == 0 || after.len() < size {
+            break;
+        }
+        decoded.push_str(&after[..size]);
+        rest = after[size..].strip_prefix("\r\n").unwrap_or(&after[size..]);
+    }
+    (status, format!("{head}\r\n\r\n{decoded}"))
 }
 
 impl Drop for Http {
@@ -406,22 +569,107 @@ impl Drop for Http {
 }
 
 #[test]
+fn http_wants_the_bearer_token_from_the_file_it_names() {
+    let fx = Fixture::new();
+    let http = Http::spawn(&fx);
+    let file = http.token_file.clone().expect("the token file is named on stderr");
+    let meta = std::fs::symlink_metadata(&file).unwrap();
+    assert!(meta.is_file());
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777, 0o600);
+    let dir = std::fs::metadata(file.parent().unwrap()).unwrap();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&dir.permissions()) & 0o777, 0o700);
+    let token = http.token.clone().unwrap();
+    assert_eq!(token.len(), 64, "32 random bytes, hex: {token}");
+
+    let (status, response) = http.post_as_is("/mcp", &[], &init_request());
+    assert_eq!(status, 401, "{response}");
+    let lower = response.to_ascii_lowercase();
+    assert!(lower.contains("www-authenticate: bearer"), "{response}");
+    assert!(response.contains("Authorization: Bearer") && response.contains("token in FILE"), "{response}");
+    assert!(response.contains("\"error\""), "a JSON-RPC error: {response}");
+    let wrong = format!("Bearer {}", "0".repeat(64));
+    let (status, _) = http.post_as_is("/mcp", &[("Authorization", &wrong)], &init_request());
+    assert_eq!(status, 401, "a wrong token");
+    let (status, _) = http.post_as_is("/mcp", &[("Authorization", &token)], &init_request());
+    assert_eq!(status, 401, "no Bearer scheme");
+    // Nothing is served without it, not even a 404.
+    let (status, _) = http.post_as_is("/elsewhere", &[], &init_request());
+    assert_eq!(status, 401);
+    let (status, response) = http.post("/mcp", &[], &init_request());
+    assert_eq!(status, 200, "{response}");
+    assert!(response.contains("\"serverInfo\""), "{response}");
+}
+
+#[test]
+fn a_token_file_is_made_private_kept_across_restarts_and_refused_when_others_may_read_it() {
+    let fx = Fixture::new();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    let file_arg = file.to_str().unwrap();
+    let token = {
+        let http = Http::spawn_with(fx.command(&["--http", "127.0.0.1:0", "--token-file", file_arg]));
+        assert_eq!(http.token_file.as_deref(), Some(file.as_path()));
+        let meta = std::fs::symlink_metadata(&file).unwrap();
+        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777, 0o600);
+        assert_eq!(http.post("/mcp", &[], &init_request()).0, 200);
+        http.token.clone().unwrap()
+    };
+    // The same file, the same token.
+    let http = Http::spawn_with(fx.command(&["--http", "127.0.0.1:0", "--token-file", file_arg]));
+    assert_eq!(http.token.as_deref(), Some(token.as_str()));
+    drop(http);
+
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = fx.command(&["--http", "127.0.0.1:0", "--token-file", file_arg]).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"), "{out:?}");
+
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(dir.path().join("target"), &link).unwrap();
+    let out = fx
+        .command(&["--http", "127.0.0.1:0", "--token-file", link.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(!dir.path().join("target").exists(), "a token was written through a link");
+
+    // TOOLHOST_MCP_TOKEN gives it directly.
+    let given = "a-token-given-in-the-environment-0123456789";
+    let mut command = fx.command(&["--http", "127.0.0.1:0"]);
+    command.env("TOOLHOST_MCP_TOKEN", given);
+    let mut http = Http::spawn_with(command);
+    assert!(http.token_file.is_none());
+    assert!(http.log.lines().iter().any(|l| l.contains("token from TOOLHOST_MCP_TOKEN")), "{:#?}", http.log.lines());
+    assert_eq!(http.post_as_is("/mcp", &[], &init_request()).0, 401);
+    http.token = Some(given.to_string());
+    assert_eq!(http.post("/mcp", &[], &init_request()).0, 200);
+}
+
+#[test]
 fn http_refuses_foreign_hosts_and_origins() {
     let fx = Fixture::new();
     let http = Http::spawn(&fx);
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
-    .to_string();
-    let port = http.addr.rsplit(':').next().unwrap().to_string();
+    let init = init_request();
+    let port = http.port().to_string();
 
     let (status, body) = http.post("/mcp", &[], &init);
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"serverInfo\""), "{body}");
     let (status, _) = http.post("/mcp", &[("Host", &format!("localhost:{port}"))], &init);
     assert_eq!(status, 200, "localhost is the bound loopback name");
-    let (status, _) = http.post("/mcp", &[("Origin", "http://localhost:3000")], &init);
-    assert_eq!(status, 200, "a local page may call it");
+    for own in [format!("http://localhost:{port}"), format!("http://127.0.0.1:{port}"), format!("http://[::1]:{port}")]
+    {
+        let (status, body) = http.post("/mcp", &[("Origin", &own)], &init);
+        assert_eq!(status, 200, "the server's own origin {own}: {body}");
+    }
 
+    // A page served by another program on another local port is a stranger.
+    let (status, body) = http.post("/mcp", &[("Origin", "http://localhost:3000")], &init);
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = http.post("/mcp", &[("Origin", &format!("https://localhost:{port}"))], &init);
+    assert_eq!(status, 403, "{body}");
     // DNS rebinding: evil.example resolving to 127.0.0.1 still sends its own name.
     let (status, body) = http.post("/mcp", &[("Host", &format!("evil.example:{port}"))], &init);
     assert_eq!(status, 403, "{body}");
@@ -429,6 +677,63 @@ fn http_refuses_foreign_hosts_and_origins() {
     assert_eq!(status, 403, "{body}");
     let (status, _) = http.post("/elsewhere", &[], &init);
     assert_eq!(status, 404);
+
+    // --allow-origin lets one more origin in, and only that one.
+    let http = Http::spawn_with(fx.command(&["--http", "127.0.0.1:0", "--allow-origin", "http://localhost:3000"]));
+    let (status, body) = http.post("/mcp", &[("Origin", "http://localhost:3000")], &init);
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = http.post("/mcp", &[("Origin", "http://localhost:3001")], &init);
+    assert_eq!(status, 403);
+}
+
+#[test]
+fn http_refuses_a_body_over_4_mib_with_a_json_rpc_error() {
+    let fx = Fixture::new();
+    let http = Http::spawn(&fx);
+    let bearer = format!("Bearer {}", http.token.as_ref().unwrap());
+    // Refused from its Content-Length, before it is sent.
+    let mut stream = std::net::TcpStream::connect(&http.addr).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {bearer}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        http.addr,
+        4 * 1024 * 1024 + 1
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let (status, response) = parse_response(&response);
+    assert_eq!(status, 413, "{response}");
+    let body: Value = serde_json::from_str(response.split_once("\r\n\r\n").unwrap().1).unwrap();
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("4 MiB"), "{body}");
+
+    // A body that is that large without saying so up front (chunked) is refused too.
+    let mut stream = std::net::TcpStream::connect(&http.addr).unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: {bearer}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        http.addr
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let chunk = vec![b' '; 1024 * 1024];
+    for _ in 0..5 {
+        // The server may answer and close before taking it all.
+        if stream.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).is_err()
+            || stream.write_all(&chunk).is_err()
+            || stream.write_all(b"\r\n").is_err()
+        {
+            break;
+        }
+    }
+    let _ = stream.write_all(b"0\r\n\r\n");
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let (status, response) = parse_response(&response);
+    assert_eq!(status, 413, "{response}");
+
+    // Still serving.
+    assert_eq!(http.post("/mcp", &[], &init_request()).0, 200);
 }
 
 #[test]
@@ -437,6 +742,98 @@ fn http_refuses_to_listen_beyond_loopback() {
     let out = fx.command(&["--http", "0.0.0.0:0"]).stdin(Stdio::null()).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("only loopback"), "{out:?}");
+    // Not even without authentication.
+    let out = fx.command(&["--http", "0.0.0.0:0", "--no-auth"]).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only loopback"), "{out:?}");
+}
+
+#[test]
+fn no_auth_on_loopback_warns_and_takes_requests_without_a_token() {
+    let fx = Fixture::new();
+    let http = Http::spawn_with(fx.command(&["--http", "127.0.0.1:0", "--no-auth"]));
+    assert!(http.token.is_none(), "no token file with --no-auth");
+    assert!(
+        http.log.lines().iter().any(|l| l.contains("warning") && l.contains("--no-auth")),
+        "{:#?}",
+        http.log.lines()
+    );
+    let (status, body) = http.post_as_is("/mcp", &[], &init_request());
+    assert_eq!(status, 200, "{body}");
+    // Origins are still checked.
+    let (status, _) = http.post_as_is("/mcp", &[("Origin", "http://localhost:3000")], &init_request());
+    assert_eq!(status, 403);
+}
+
+/// `TOOLHOST_MAX_CONCURRENCY=1`: two safe calls from two HTTP sessions, sent together, run
+/// one after the other (the runtime's start and finish events never interleave).
+#[test]
+fn calls_of_all_sessions_together_run_at_most_max_concurrency_at_once() {
+    let fx = Fixture::new();
+    let mut command = fx.command(&["--http", "127.0.0.1:0"]);
+    command.env("TOOLHOST_MAX_CONCURRENCY", "1").env("TOOLHOST_LOG", "toolhost=debug");
+    let http = Arc::new(Http::spawn_with(command));
+    let (a, b) = (http.open_session(), http.open_session());
+    assert_ne!(a, b);
+    let barrier = Arc::new(std::sync::Barrier::new(2));
+    let calls: Vec<_> = [a, b]
+        .into_iter()
+        .enumerate()
+        .map(|(i, session)| {
+            let (http, barrier) = (http.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                http.call(&session, 10 + i as u64, "Sleep", json!({"ms": 700}))
+            })
+        })
+        .collect();
+    for call in calls {
+        let response = call.join().unwrap();
+        assert_eq!(response["result"]["isError"], false, "{response}");
+    }
+    let events = http.log.call_events("Sleep");
+    assert_eq!(events.len(), 4, "{events:?}");
+    assert_eq!((events[0].0.as_str(), events[1].0.as_str()), ("start", "finish"), "the calls overlapped: {events:?}");
+    assert_eq!(events[0].1, events[1].1, "{events:?}");
+    assert_eq!((events[2].0.as_str(), events[3].0.as_str()), ("start", "finish"), "{events:?}");
+}
+
+/// With one call running and `max_concurrency` 1, a session may queue 64 more; the next is a
+/// JSON-RPC error naming the limit, and the queued ones all run once the first is cancelled.
+#[test]
+fn a_session_with_64_calls_queued_gets_an_error_for_the_next() {
+    let fx = Fixture::new();
+    let mut command = fx.command(&[]);
+    command.env("TOOLHOST_MAX_CONCURRENCY", "1").env("TOOLHOST_LOG", "toolhost=debug");
+    let mut raw = Raw::spawn_with(command, true);
+    raw.initialize();
+    let call = |id: u64, ms: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "Sleep", "arguments": {"ms": ms}}})
+        .to_string()
+    };
+    raw.send(&call(10, 120_000));
+    // It runs: the runtime logged its start.
+    raw.log.as_ref().unwrap().wait_for(r#""event":"start""#);
+    for id in 100..165 {
+        raw.send(&call(id, 1));
+    }
+    let refused = raw.recv();
+    assert_eq!(refused["error"]["code"], -32000, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("64") && message.contains("queued"), "{refused}");
+    assert!((100..165).contains(&refused["id"].as_u64().unwrap()), "{refused}");
+
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":10}}"#);
+    let mut ids = Vec::new();
+    for _ in 0..64 {
+        let done = raw.recv();
+        assert_eq!(done["result"]["isError"], false, "{done}");
+        ids.push(done["id"].as_u64().unwrap());
+    }
+    ids.push(refused["id"].as_u64().unwrap());
+    ids.sort();
+    assert_eq!(ids, (100..165).collect::<Vec<_>>());
 }
 
 /// The official Python SDK against the server, over stdio and HTTP (tests/mcp/test_server.py).
@@ -526,4 +923,27 @@ async fn a_tool_cannot_make_the_server_reload_what_it_wrote() {
         client.cancel().await.unwrap();
     })
     .await;
+}
+
+#[test]
+fn a_tool_cannot_write_the_token_file() {
+    let fx = Fixture::new();
+    std::fs::write(fx.tools.path().join("hostile.wasm"), guests::HOSTILE).unwrap();
+    let token_file = fx.ws.path().join("mcp.token");
+    // (Global options may follow the subcommand.)
+    let command = fx.command(&[
+        "--http",
+        "127.0.0.1:0",
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--permission-mode",
+        "bypass",
+    ]);
+    let http = Http::spawn_with(command);
+    let token = http.token.clone().unwrap();
+    let session = http.open_session();
+    let response = http.call(&session, 2, "Hostile", json!({"op": "write", "path": "mcp.token", "content": "mine"}));
+    assert_eq!(response["result"]["isError"], true, "{response}");
+    assert!(response.to_string().contains("The sandbox refused"), "{response}");
+    assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token);
 }

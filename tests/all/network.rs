@@ -2,7 +2,9 @@
 //! reaches exactly what its `net` grant names. Other ports, other hosts, IP literals, names
 //! that were not granted (refused before any lookup) and redirects to other hosts are refused
 //! with the WASI error `access-denied`, and the result names the refused host; without a grant
-//! there is no network at all.
+//! there is no network at all. `*` and names never reach loopback or private addresses (DNS
+//! rebinding, metadata services): only a literal grant, `localhost` by name, or
+//! `allow_private_network` does.
 
 use serde_json::{Value, json};
 use toolhost::{OutcomeKind, Runtime, Session, ToolResult, ToolSource};
@@ -11,8 +13,13 @@ use toolhost_tests::{call, config, guests, runtime, workspace};
 
 /// A runtime with the Net guest granted `net` (no `[tools.Net]` entry at all for `None`).
 async fn net_runtime(ws: &std::path::Path, net: Option<&[String]>) -> Runtime {
+    net_runtime_with(ws, net, "").await
+}
+
+/// [`net_runtime`] with `extra` lines in `[tools.Net]`.
+async fn net_runtime_with(ws: &std::path::Path, net: Option<&[String]>, extra: &str) -> Runtime {
     let toml = match net {
-        Some(net) => format!("[tools.Net]\ngrant = {{ net = {} }}\n", serde_json::to_string(net).unwrap()),
+        Some(net) => format!("[tools.Net]\ngrant = {{ net = {} }}\n{extra}\n", serde_json::to_string(net).unwrap()),
         None => String::new(),
     };
     runtime(ws, config(&toml), vec![ToolSource::bytes("net.wasm", guests::NET)]).await
@@ -41,6 +48,104 @@ pub(crate) fn refused_with(result: &ToolResult, code: &str, refused: &str) {
     let text = result.text();
     assert!(text.contains(code), "not the sandbox's refusal ({code}): {text}");
     assert!(text.contains(&format!("refused network access to {refused}")), "the refused host is not named: {text}");
+}
+
+/// Refused by the sandbox with the WASI error `code` because `address` lies in `range` and
+/// only `*` or a name covered it; the result says so and how to allow it (`literal`, or
+/// `allow_private_network`).
+pub(crate) fn out_of_range(result: &ToolResult, code: &str, address: &str, range: &str, literal: &str) {
+    assert!(result.is_error, "expected a refusal, got {result:?}");
+    assert_eq!(result.outcome, OutcomeKind::Denied, "{result:?}");
+    let text = result.text();
+    assert!(text.contains(code), "not the sandbox's refusal ({code}): {text}");
+    for want in [
+        format!("net: {address} is {range};"),
+        "a grant of \"*\" or of a name never reaches loopback, private, link-local or other non-public addresses"
+            .to_string(),
+        format!("grant the address literally (net = [\"{literal}\"])"),
+        "set [tools.Net] allow_private_network = true".to_string(),
+    ] {
+        assert!(text.contains(&want), "{want:?} missing from: {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn star_never_reaches_loopback_by_address_or_by_name() {
+    let ws = workspace();
+    let server = Server::greeter();
+    let rt = net_runtime(ws.path(), Some(&["*".into()])).await;
+    let literal = format!("127.0.0.1:{}", server.port);
+    // `*` does not name 127.0.0.1 literally.
+    let r = net(&rt, json!({"op": "tcp_connect", "host": "127.0.0.1", "port": server.port})).await;
+    out_of_range(&r, "access-denied", "127.0.0.1", "a loopback address", &literal);
+    // Nor does it reach loopback through a name that resolves there (DNS rebinding): the
+    // lookup is allowed, the connection is not.
+    let r = net(&rt, json!({"op": "tcp_connect", "host": "localhost", "port": server.port})).await;
+    out_of_range(&r, "access-denied", "127.0.0.1 (resolved from localhost)", "a loopback address", &literal);
+    assert!(r.text().contains(&format!("grant `localhost` by name (net = [\"localhost:{}\"])", server.port)));
+    // The raw-socket HTTP client alike.
+    let url = format!("http://localhost:{}/", server.port);
+    let r = net(&rt, json!({"op": "http_get", "url": url})).await;
+    out_of_range(&r, "access-denied", "127.0.0.1 (resolved from localhost)", "a loopback address", &literal);
+    assert_eq!(server.hits(), 0, "a refused connection reached the server");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn star_never_sends_udp_to_loopback() {
+    let ws = workspace();
+    let echo = UdpEcho::start();
+    let rt = net_runtime(ws.path(), Some(&["*".into()])).await;
+    let literal = format!("127.0.0.1:{}", echo.port);
+    let r = net(&rt, json!({"op": "udp_echo", "host": "127.0.0.1", "port": echo.port})).await;
+    out_of_range(&r, "access-denied", "127.0.0.1", "a loopback address", &literal);
+    assert!(r.text().contains("udp send to"), "{}", r.text());
+    let r = net(&rt, json!({"op": "udp_echo", "host": "localhost", "port": echo.port})).await;
+    out_of_range(&r, "access-denied", "127.0.0.1 (resolved from localhost)", "a loopback address", &literal);
+    assert_eq!(echo.hits(), 0, "a refused datagram was sent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allow_private_network_lets_star_reach_loopback() {
+    let ws = workspace();
+    let (server, echo) = (Server::greeter(), UdpEcho::start());
+    let rt = net_runtime_with(ws.path(), Some(&["*".into()]), "allow_private_network = true").await;
+    for host in ["127.0.0.1", "localhost"] {
+        let r = net(&rt, json!({"op": "tcp_connect", "host": host, "port": server.port})).await;
+        assert_eq!(ok(&r), format!("connected; read: hello from {}", server.port));
+        // `*` covers every port, so the server's first answer, from its second port, is heard.
+        let r = net(&rt, json!({"op": "udp_echo", "host": host, "port": echo.port})).await;
+        assert_eq!(ok(&r), format!("reply from 127.0.0.1:{0}: spoofed from {0}", echo.spoof_port));
+    }
+    assert_eq!((server.hits(), echo.hits()), (2, 2));
+}
+
+/// This machine's host name, if it resolves only to addresses that are not public (as a
+/// machine's own name does, through /etc/hosts: 127.0.1.1, 127.0.0.1 or a private address).
+fn local_host_name() -> Option<String> {
+    use std::net::ToSocketAddrs;
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?.trim().to_ascii_lowercase();
+    let addrs: Vec<_> = (name.as_str(), 0).to_socket_addrs().ok()?.collect();
+    let local = !addrs.is_empty() && addrs.iter().all(|a| toolhost::policy::IpRange::of(a.ip()).is_some());
+    (local && name != "localhost" && !name.is_empty()).then_some(name)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_granted_name_that_resolves_to_a_local_address_is_refused() {
+    let Some(name) = local_host_name() else {
+        eprintln!("skipped: this machine's host name does not resolve to a local address");
+        return;
+    };
+    let ws = workspace();
+    let server = Server::greeter();
+    let grant = [format!("{name}:{}", server.port)];
+    let rt = net_runtime(ws.path(), Some(&grant)).await;
+    let r = net(&rt, json!({"op": "tcp_connect", "host": name, "port": server.port})).await;
+    assert_eq!(r.outcome, OutcomeKind::Denied, "{r:?}");
+    let text = r.text();
+    assert!(text.contains(&format!(" (resolved from {name}) is a ")), "{text}");
+    assert!(text.contains("a grant of \"*\" or of a name never reaches"), "{text}");
+    assert!(text.contains("set [tools.Net] allow_private_network = true"), "{text}");
+    assert_eq!(server.hits(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -115,7 +115,7 @@ async fn validate_failures_carry_the_tools_message() {
     let text = err(&r, OutcomeKind::ValidateError);
     assert!(text.starts_with("<tool_use_error>offset is a 1-based line number"), "{text}");
     // A failed validate records nothing in the session.
-    assert!(session.to_map().keys().all(|k| !k.starts_with("read:")), "{:?}", session.to_map());
+    assert!(session.snapshot().keys().all(|k| !k.starts_with("toolhost/read:")), "{:?}", session.snapshot());
 
     let r = call(&rt, &session, "Read", json!({"file_path": "  "})).await;
     assert_eq!(err(&r, OutcomeKind::ValidateError), "<tool_use_error>file_path must not be empty.</tool_use_error>");

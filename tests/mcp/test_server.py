@@ -11,6 +11,7 @@ Exits non-zero if any check fails; the last line is "N passed, N failed".
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -25,6 +26,8 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 TOOLHOST = str(Path(sys.argv[1]).resolve())
 TOOLS = Path(sys.argv[2]).resolve()
@@ -50,6 +53,8 @@ class Server:
         self.env = {**os.environ, "TOOLHOST_CACHE_DIR": os.environ.get("TOOLHOST_CACHE_DIR", str(workspace / ".cache"))}
         self.process: subprocess.Popen[bytes] | None = None
         self.url: str | None = None
+        # The bearer token of the HTTP server, read from the file it names on stderr.
+        self.token: str | None = None
 
     def __enter__(self) -> Server:
         if self.transport == "http":
@@ -64,11 +69,15 @@ class Server:
                 line = self.process.stderr.readline().decode()
                 if not line:
                     raise RuntimeError(f"toolhost mcp --http exited: {self.process.wait()}")
+                m = re.match(r"toolhost mcp: token in (.+)$", line.rstrip("\n"))
+                if m:
+                    self.token = Path(m.group(1)).read_text().strip()
                 m = re.search(r"listening on (http://\S+)", line)
                 if m:
                     self.url = m.group(1)
                     break
             assert self.url, "no listening line"
+            assert self.token, "no token line before the listening line"
             # Keep draining stderr so the server never blocks on a full pipe.
             import threading
 
@@ -80,12 +89,24 @@ class Server:
             self.process.terminate()
             self.process.wait(timeout=10)
 
-    def client(self, **kwargs: Any) -> Client:
+    def client(self, token: str | None = "", **kwargs: Any) -> Client:
+        """A client of this server; over HTTP it sends the server's token, or `token` when
+        given (None: no Authorization header at all)."""
         kwargs.setdefault("mode", "legacy")
         if self.transport == "http":
-            return Client(self.url, **kwargs)  # type: ignore[arg-type]
+            assert self.url is not None
+            return Client(http_transport(self.url, self.token if token == "" else token), **kwargs)
         params = StdioServerParameters(command=TOOLHOST, args=self.args, env=self.env, cwd=str(self.workspace))
         return Client(params, **kwargs)
+
+
+@contextlib.asynccontextmanager
+async def http_transport(url: str, token: str | None):
+    """The SDK's streamable HTTP transport, with `Authorization: Bearer TOKEN` on every request."""
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with create_mcp_http_client(headers=headers) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            yield streams
 
 
 async def check_initialize_and_list(server: Server) -> None:
@@ -166,6 +187,73 @@ async def check_elicitation(server: Server) -> None:
         assert not (server.workspace / "asked" / "b.txt").exists()
 
 
+def leaves(e: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, or `e` itself."""
+    if isinstance(e, BaseExceptionGroup):
+        return [leaf for inner in e.exceptions for leaf in leaves(inner)]
+    return [e]
+
+
+async def check_token(server: Server) -> None:
+    for token, why in [(None, "without a token"), ("0" * 64, "with a wrong token")]:
+        try:
+            with anyio.fail_after(30):
+                async with server.client(token=token) as client:
+                    await client.list_tools()
+        except Exception as e:  # noqa: BLE001 - the SDK wraps the refusal in task-group errors
+            errors = [x for x in leaves(e) if isinstance(x, MCPError)]
+            assert errors, f"{why}: not the server's refusal: {e!r}"
+            message = errors[0].error.message
+            assert "Unauthorized" in message and "Authorization: Bearer" in message, message
+        else:
+            raise AssertionError(f"the server answered {why}")
+    async with server.client() as client:
+        result = await client.call_tool("Read", {"file_path": "hello.txt"})
+        assert not result.is_error and "hello from the workspace" in text(result), result
+
+
+async def check_always_is_per_session(server: Server) -> None:
+    """"Allow for this session" in session A lets A's later calls through without asking, even
+    after a reload of the config; session B (no elicitation) is still denied."""
+    asked: list[str] = []
+
+    async def always(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        schema = params.requested_schema["properties"]["decision"]  # type: ignore[union-attr]
+        choice = "allow for this session"
+        assert choice in schema["enum"], schema
+        return types.ElicitResult(action="accept", content={"decision": choice})
+
+    async with server.client(elicitation_callback=always) as a:
+        first = await a.call_tool("Write", {"file_path": "always/1.txt", "content": "1"})
+        assert not first.is_error, first
+        assert len(asked) == 1, asked
+        second = await a.call_tool("Write", {"file_path": "always/2.txt", "content": "2"})
+        assert not second.is_error and len(asked) == 1, (second, asked)
+
+        async with server.client() as b:
+            denied = await b.call_tool("Write", {"file_path": "always/b.txt", "content": "b"})
+            message = text(denied)
+            assert denied.is_error and "add the rule" in message, message
+            assert not (server.workspace / "always" / "b.txt").exists()
+
+        # A config change the tools can see: once Read of secret.txt is denied, the reload
+        # has happened (the runtime was replaced).
+        (server.workspace / "secret.txt").write_text("secret\n")
+        (server.workspace / "toolhost.toml").write_text('[permissions]\ndeny = ["Read(secret.txt)"]\n')
+        with anyio.fail_after(30):
+            while True:
+                read = await a.call_tool("Read", {"file_path": "secret.txt"})
+                if read.is_error:
+                    assert "denied" in text(read), read
+                    break
+                await anyio.sleep(0.2)
+        third = await a.call_tool("Write", {"file_path": "always/3.txt", "content": "3"})
+        assert not third.is_error, third
+        assert len(asked) == 1, f"session A was asked again after the reload: {asked}"
+        assert (server.workspace / "always" / "3.txt").read_text() == "3"
+
+
 async def check_progress(server: Server) -> None:
     seen: list[tuple[float, str | None]] = []
 
@@ -228,6 +316,10 @@ async def check_list_changed(server: Server) -> None:
         assert "Spin" in after, after
 
 
+# Checks of the HTTP transport alone.
+HTTP_ONLY = {check_token}
+
+
 async def run(name: str, check: Any, server: Server) -> None:
     label = f"{server.transport}: {name}"
     try:
@@ -250,6 +342,8 @@ async def main() -> None:
         ("cancellation", check_cancellation),
         ("concurrent safe calls", check_concurrency),
         ("tools/list_changed after a new tool appears", check_list_changed),
+        ("the bearer token is required over HTTP", check_token),
+        ("allow for this session: not for another session, kept across a reload", check_always_is_per_session),
     ]
     for transport in ["stdio", "http"]:
         with tempfile.TemporaryDirectory() as tmp:
@@ -260,6 +354,8 @@ async def main() -> None:
             shutil.copytree(TOOLS, tools)
             with Server(transport, workspace, tools) as server:
                 for name, check in checks:
+                    if check in HTTP_ONLY and transport != "http":
+                        continue
                     await run(name, check, server)
 
 

@@ -188,44 +188,40 @@ async fn build_and_load(
         load_errors.push(e.to_string());
     };
 
-    // Config tools with a path replace an embedded tool of the same name on purpose.
+    // Every source first (a file that cannot be read is reported at once), then all of them
+    // loaded in parallel. Config tools with a path replace an embedded tool of the same name
+    // on purpose; they must declare the name of their key, and their pin is checked before
+    // anything is done with the bytes.
     let replaced = |name: &str| config.tools.get(name).is_some_and(|t| t.path.is_some());
+    let mut sources = Vec::new();
     if !args.no_default_tools {
         for (name, bytes) in toolhost_default_tools::TOOLS {
-            if !replaced(name)
-                && let Err(e) = runtime.load(ToolSource::embedded(name, bytes)).await
-            {
-                report(e);
-            }
-        }
-    }
-    for dir in &args.tools {
-        for file in wasm_files(dir)? {
-            match ToolSource::file(&file) {
-                Ok(source) => {
-                    if let Err(e) = runtime.load(source).await {
-                        report(e);
-                    }
-                }
-                Err(e) => report(e),
+            if !replaced(name) {
+                sources.push(ToolSource::embedded(name, bytes));
             }
         }
     }
     for (name, tool) in &config.tools {
         let Some(path) = &tool.path else { continue };
-        let source = match ToolSource::file(path.get_ref()) {
-            Ok(s) => s,
-            Err(e) => {
-                report(e);
-                continue;
-            }
-        };
-        match runtime.load(source).await {
-            Ok(loaded) if loaded != *name => {
-                eprintln!("warning: {}: [tools.{name}] loads a tool named {loaded}", path.get_ref().display());
-            }
-            Ok(_) => {}
+        match ToolSource::file(path.get_ref()) {
+            Ok(source) => sources.push(match &tool.sha256 {
+                Some(pin) => source.with_name(name.clone()).with_sha256(pin.get_ref().clone()),
+                None => source.with_name(name.clone()),
+            }),
             Err(e) => report(e),
+        }
+    }
+    for dir in &args.tools {
+        for file in wasm_files(dir)? {
+            match ToolSource::file(&file) {
+                Ok(source) => sources.push(source),
+                Err(e) => report(e),
+            }
+        }
+    }
+    for result in runtime.load_all(sources).await {
+        if let Err(e) = result {
+            report(e);
         }
     }
     Ok(Loaded { runtime, load_errors })

@@ -198,6 +198,10 @@ pub struct LimitsConfig {
     pub first_byte_timeout_ms: Option<Spanned<i64>>,
     /// See [`Limits::max_connections`].
     pub max_connections: Option<Spanned<i64>>,
+    /// See [`Limits::load_timeout_ms`].
+    pub load_timeout_ms: Option<Spanned<i64>>,
+    /// See [`Limits::max_context_bytes`]; only meaningful in `[limits]`.
+    pub max_context_bytes: Option<Spanned<i64>>,
 }
 
 /// `[tools.NAME]`: where a tool comes from, what it is granted, and its limits.
@@ -210,6 +214,10 @@ pub struct ToolConfig {
     pub sha256: Option<Spanned<String>>,
     /// What the operator grants, with its position; absent means the default grant.
     pub grant: Option<Spanned<Grant>>,
+    /// Let a name or `*` in the grant reach loopback, private, link-local and metadata
+    /// addresses (see [`crate::check_address`]); default false.
+    #[serde(default)]
+    pub allow_private_network: bool,
     /// Per-tool limits.
     pub timeout_ms: Option<Spanned<i64>>,
     /// Per-tool memory limit.
@@ -232,6 +240,8 @@ pub struct ToolConfig {
     pub first_byte_timeout_ms: Option<Spanned<i64>>,
     /// Per-tool connection cap.
     pub max_connections: Option<Spanned<i64>>,
+    /// Per-tool deadline of the exports run while loading.
+    pub load_timeout_ms: Option<Spanned<i64>>,
 }
 
 /// A config error with its position.
@@ -343,12 +353,20 @@ impl Config {
     }
 }
 
+/// A config file's text. Text that is not UTF-8 is an error at its first bad byte (line and
+/// column counted in the text before it), so that it can be found in an editor.
 fn read(file: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(file).map_err(|e| ConfigError {
+    let bytes = std::fs::read(file).map_err(|e| ConfigError {
         file: file.to_path_buf(),
         line: 0,
         column: 0,
         message: format!("cannot read config: {e}"),
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let before = std::str::from_utf8(&e.as_bytes()[..valid]).unwrap_or_default();
+        let byte = e.as_bytes()[valid];
+        error_at(before, file, valid, format!("cannot read config: not UTF-8: byte 0x{byte:02x} at offset {valid}"))
     })
 }
 
@@ -367,6 +385,8 @@ impl LimitsConfig {
             ("connect_timeout_ms", &self.connect_timeout_ms),
             ("first_byte_timeout_ms", &self.first_byte_timeout_ms),
             ("max_connections", &self.max_connections),
+            ("load_timeout_ms", &self.load_timeout_ms),
+            ("max_context_bytes", &self.max_context_bytes),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
@@ -412,6 +432,12 @@ impl LimitsConfig {
         if let Some(v) = get(&self.max_connections) {
             limits.max_connections = v as usize;
         }
+        if let Some(v) = get(&self.load_timeout_ms) {
+            limits.load_timeout_ms = v;
+        }
+        if let Some(v) = get(&self.max_context_bytes) {
+            limits.max_context_bytes = v as usize;
+        }
     }
 }
 
@@ -431,6 +457,8 @@ impl ToolConfig {
             connect_timeout_ms: self.connect_timeout_ms.clone(),
             first_byte_timeout_ms: self.first_byte_timeout_ms.clone(),
             max_connections: self.max_connections.clone(),
+            load_timeout_ms: self.load_timeout_ms.clone(),
+            max_context_bytes: None,
         }
     }
 
@@ -1002,5 +1030,16 @@ matcher = "Read"
         assert_eq!(line_col("a\né = x", 5), (2, 3));
         assert_eq!(line_col("é", 1), (1, 1), "inside a character: its start");
         assert_eq!(line_col("ab", 99), (1, 3));
+    }
+
+    #[test]
+    fn allow_private_network_is_a_tool_bool_off_by_default() {
+        let c = parse("[tools.A]\nallow_private_network = true\n\n[tools.B]\ngrant = { net = [\"*\"] }\n").unwrap();
+        assert!(c.tools["A"].allow_private_network);
+        assert!(!c.tools["B"].allow_private_network);
+        assert_errors(
+            &errors("[tools.A]\nallow_private_network = \"yes\"\n\n[limits]\nallow_private_network = true\n"),
+            &[(2, 25, "tools.A.allow_private_network: invalid type"), (5, 1, "limits.allow_private_network: unknown")],
+        );
     }
 }

@@ -45,7 +45,7 @@ use crate::path_pattern::{PathPattern, PathPatternError};
 use crate::permission::Rule;
 use globset::{GlobSet, GlobSetBuilder};
 use std::borrow::Cow;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// Files other programs run later (git, the shell, direnv, editors), asked before any write in
 /// every mode: writing one is how a sandboxed tool would get code run outside the sandbox.
@@ -376,9 +376,21 @@ impl PathPolicy {
 
     /// `path` absolute and normalised; borrowed when it already is (the common case).
     fn absolute<'a>(&self, path: &'a Path) -> Cow<'a, Path> {
-        let normal = path.is_absolute() && !path.components().any(|c| matches!(c, Component::ParentDir));
-        if normal { Cow::Borrowed(path) } else { Cow::Owned(normalize(&self.workspace.join(path))) }
+        if path.is_absolute() && is_normal(path) {
+            Cow::Borrowed(path)
+        } else {
+            Cow::Owned(normalize(&self.workspace.join(path)))
+        }
     }
+}
+
+/// Whether an absolute path has no `..`, `.` or empty component. `components()` skips `.` and
+/// empty ones, but the globs match the path's text, where `/w/.git/./hooks` is not
+/// `/w/.git/hooks`: such a path must be rebuilt before it is matched.
+fn is_normal(path: &Path) -> bool {
+    let text = path.as_os_str().as_encoded_bytes();
+    let mut parts = text.split(|b| *b == b'/').skip(1);
+    parts.all(|c| !c.is_empty() && c != b"." && c != b"..") || text == b"/"
 }
 
 #[cfg(test)]

@@ -70,6 +70,12 @@ pub struct EffectiveGrant {
     pub env: Vec<String>,
     /// Network host patterns.
     pub net: Vec<String>,
+    /// Whether a name or `*` in [`net`](Self::net) may reach loopback, private, link-local and
+    /// other non-public addresses ([`crate::IpRange`]); without it only a pattern naming such
+    /// an address literally, or `localhost` by name, reaches one (see [`crate::check_address`]).
+    /// From `[tools.NAME] allow_private_network`, not from the ceiling: a tool cannot ask for
+    /// it, only the operator can give it.
+    pub allow_private_network: bool,
 }
 
 impl EffectiveGrant {
@@ -116,6 +122,8 @@ fn ceiling_dirs(ceiling: &[Capability], workspace: &Path) -> Vec<(PathBuf, bool)
 /// Directories intersect as trees: granting `/` to a tool whose ceiling is `.` yields the
 /// workspace; granting the workspace to a tool whose ceiling is `/` yields the workspace; two
 /// unrelated trees yield nothing. A directory is writable only if both sides allow writes.
+/// `allow_private_network` is left off: it is the tool's config key, not part of the grant
+/// table, and the caller sets it.
 pub fn effective_grant(ceiling: &[Capability], grant: &Grant, workspace: &Path) -> EffectiveGrant {
     let ceiling_dirs = ceiling_dirs(ceiling, workspace);
     let grant_dirs = grant
@@ -148,7 +156,7 @@ pub fn effective_grant(ceiling: &[Capability], grant: &Grant, workspace: &Path) 
     });
     let net = intersect_names(&ceiling_net, &grant.net, host_pattern_covers);
 
-    EffectiveGrant { dirs, env, net }
+    EffectiveGrant { dirs, env, net, allow_private_network: false }
 }
 
 /// The entries of `grant` that `ceiling` does not cover, one message each, in the grant's order

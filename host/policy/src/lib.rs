@@ -37,6 +37,7 @@ mod net;
 mod path;
 mod path_pattern;
 mod permission;
+mod warnings;
 
 pub use capability::Capability;
 pub use config::{
@@ -46,7 +47,11 @@ pub use fs::{DEFAULT_ASK_BEFORE_WRITING, FsAccess, FsRefusal, PathPolicy};
 pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant, grant_excess};
 pub use hook::HookMatcher;
 pub use limits::Limits;
-pub use net::{HostPattern, NetPattern, NetPatternError, PortPattern, WEB_PORTS, normalize_host};
+pub use net::{
+    AddressRefusal, HostPattern, IpRange, METADATA_ADDRESSES, NetPattern, NetPatternError, PortPattern, WEB_PORTS,
+    check_address, normalize_host,
+};
 pub use path::{normalize, resolve};
 pub use path_pattern::{PathPattern, PathPatternError};
 pub use permission::{Decision, Mode, Request, Rule, RuleError, RulePattern, Rules, SubjectKind};
+pub use warnings::{grant_warnings, hook_script_warning};

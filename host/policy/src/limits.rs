@@ -35,6 +35,14 @@ pub struct Limits {
     /// HTTP connections one call may have open at once, and raw TCP connects it may make in
     /// all (the sandbox cannot see a socket close). Default 8.
     pub max_connections: usize,
+    /// Wall-clock time for each export run while loading a tool (`schema`). Default 5 s: a
+    /// tool that loops at load costs every start this much at most, once (the outcome is
+    /// cached by the component's digest).
+    pub load_timeout_ms: u64,
+    /// Bytes (keys plus values) the context map of one session may hold, over all tools.
+    /// Default 16 MiB; only the `[limits]` value counts. A call whose updates would pass it
+    /// gets an error result and its updates are not applied.
+    pub max_context_bytes: usize,
 }
 
 impl Default for Limits {
@@ -52,6 +60,8 @@ impl Default for Limits {
             connect_timeout_ms: 10_000,
             first_byte_timeout_ms: 15_000,
             max_connections: 8,
+            load_timeout_ms: 5_000,
+            max_context_bytes: 16 * 1024 * 1024,
         }
     }
 }

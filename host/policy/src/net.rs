@@ -13,7 +13,28 @@
 //! assert!(!p.matches("api.github.com", 22));
 //! assert!(!p.matches("github.com", 443));
 //! ```
+//!
+//! A name or `*` never reaches a loopback, private, link-local or other non-public address
+//! ([`IpRange`]), whatever the name resolves to: only a pattern naming the address literally,
+//! `localhost` by name (for loopback addresses only), or the tool's `allow_private_network`
+//! opens one. [`check_address`] holds that rule for every connection.
+//!
+//! ```
+//! use toolhost_policy::{check_address, AddressRefusal, IpRange, NetPattern};
+//!
+//! let any: Vec<NetPattern> = vec!["*".parse().unwrap()];
+//! let (metadata, public) = ("169.254.169.254".parse().unwrap(), "93.184.215.14".parse().unwrap());
+//! let refused = check_address(&any, false, metadata, 80, ["rebound.example"]);
+//! assert_eq!(refused, Err(AddressRefusal::Range(IpRange::Metadata)));
+//! assert_eq!(check_address(&any, false, public, 80, ["example.com"]), Ok(()));
+//! // The same address granted literally.
+//! let literal: Vec<NetPattern> = vec!["169.254.169.254:80".parse().unwrap()];
+//! assert_eq!(check_address(&literal, false, metadata, 80, []), Ok(()));
+//! ```
 
+mod range;
+
+pub use range::{IpRange, METADATA_ADDRESSES};
 use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -60,6 +81,9 @@ pub enum PortPattern {
 /// tool granted `net("api.github.com")` cannot open `api.github.com:22`. Host names compare
 /// case-insensitively, without a trailing dot. An IP address matches only a pattern naming that
 /// address (or `*`); a name never matches an address pattern, whatever it resolves to.
+///
+/// Matching says which hosts a tool may *name*. Which addresses a connection may then go to is
+/// [`check_address`]'s rule: through `*` or a name, public addresses only.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NetPattern {
     /// Which hosts.
@@ -96,6 +120,11 @@ impl FromStr for NetPattern {
         // `[v6]:port`, `[v6]`, a bare v6 address, or `host[:port]`.
         let (host, port) = if let Some(rest) = s.strip_prefix('[') {
             let (h, after) = rest.split_once(']').ok_or_else(|| err("unclosed `[`"))?;
+            // Brackets hold an IPv6 address and nothing else: `[*]` would otherwise be "any
+            // host, web ports", which no other spelling (and so not `Display`) can say.
+            if h.parse::<std::net::Ipv6Addr>().is_err() {
+                return Err(err("only an IPv6 address goes between `[` and `]`"));
+            }
             match after {
                 "" => (h, None),
                 p => (h, Some(p.strip_prefix(':').ok_or_else(|| err("expected `:PORT` after `]`"))?)),
@@ -215,6 +244,65 @@ impl fmt::Display for NetPattern {
     }
 }
 
+/// Why [`check_address`] refuses a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressRefusal {
+    /// No pattern names the address literally, nor (on this port) a name it was resolved from,
+    /// and no `*` pattern allows the port.
+    NotGranted,
+    /// A name or `*` pattern would allow it, but the address lies in a range those never
+    /// reach.
+    Range(IpRange),
+}
+
+/// Whether a connection to `ip:port` is allowed by `patterns`, `names` being the names `ip`
+/// was resolved from (none for an address the tool gave as such).
+///
+/// - A pattern naming the address literally (`127.0.0.1:8080`, `[::1]:*`) allows it, whatever
+///   its range.
+/// - A `*` pattern, or a pattern matching one of `names`, allows it if the address is public
+///   ([`IpRange::of`] is `None`), or if `allow_private_network` is set. The one exception is
+///   a pattern naming `localhost` itself (`localhost:8080`), which reaches the addresses it
+///   resolves to when they are loopback addresses: `localhost` cannot be rebound.
+///
+/// # Errors
+///
+/// [`AddressRefusal::Range`] when only the range stood in the way (the refusal should say how
+/// to allow it), [`AddressRefusal::NotGranted`] otherwise.
+pub fn check_address<'a>(
+    patterns: &[NetPattern],
+    allow_private_network: bool,
+    ip: IpAddr,
+    port: u16,
+    names: impl IntoIterator<Item = &'a str>,
+) -> Result<(), AddressRefusal> {
+    let ip = ip.to_canonical();
+    let literal = ip.to_string();
+    if patterns.iter().any(|p| matches!(p.host, HostPattern::Ip(_)) && p.matches(&literal, port)) {
+        return Ok(());
+    }
+    let range = IpRange::of(ip);
+    let reaches = |p: &NetPattern| match range {
+        _ if allow_private_network => true,
+        Some(IpRange::Loopback) => matches!(&p.host, HostPattern::Name(n) if n == "localhost"),
+        _ => false,
+    };
+    let names: Vec<&str> = names.into_iter().collect();
+    let covering = patterns.iter().filter(|p| match p.host {
+        HostPattern::Any => p.matches_port(port),
+        HostPattern::Ip(_) => false,
+        _ => names.iter().any(|n| p.matches(n, port)),
+    });
+    let mut refusal = AddressRefusal::NotGranted;
+    for p in covering {
+        match range {
+            Some(range) if !reaches(p) => refusal = AddressRefusal::Range(range),
+            _ => return Ok(()),
+        }
+    }
+    Err(refusal)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +369,57 @@ mod tests {
         ];
         for (c, g, want) in cases {
             assert_eq!(p(c).covers(&p(g)), *want, "{c} covers {g}");
+        }
+    }
+
+    #[test]
+    fn addresses_table() {
+        use AddressRefusal::*;
+        let range = |r| Err(Range(r));
+        // (patterns, allow_private_network, address, port, resolved from, expected)
+        type Case<'a> = (&'a [&'a str], bool, &'a str, u16, &'a [&'a str], Result<(), AddressRefusal>);
+        let cases: &[Case] = &[
+            // `*`: public addresses, literal or resolved; nothing private either way.
+            (&["*"], false, "93.184.215.14", 443, &[], Ok(())),
+            (&["*"], false, "93.184.215.14", 22, &["example.com"], Ok(())),
+            (&["*"], false, "127.0.0.1", 8080, &[], range(IpRange::Loopback)),
+            (&["*"], false, "127.0.0.1", 8080, &["localhost"], range(IpRange::Loopback)),
+            (&["*"], false, "::ffff:127.0.0.1", 8080, &[], range(IpRange::Loopback)),
+            (&["*"], false, "169.254.169.254", 80, &["rebind.example"], range(IpRange::Metadata)),
+            (&["*"], false, "10.0.0.5", 80, &[], range(IpRange::Private)),
+            (&["*"], false, "64:ff9b::a00:5", 80, &[], range(IpRange::Private)),
+            (&["*:443"], false, "10.0.0.5", 80, &[], Err(NotGranted)),
+            // A name: its public addresses only.
+            (&["example.com"], false, "93.184.215.14", 443, &["example.com"], Ok(())),
+            (&["example.com"], false, "10.0.0.5", 443, &["example.com"], range(IpRange::Private)),
+            (&["example.com"], false, "10.0.0.5", 443, &["other.com"], Err(NotGranted)),
+            (&["example.com"], false, "10.0.0.5", 8080, &["example.com"], Err(NotGranted)),
+            (&["*.example.com"], false, "fe80::1", 443, &["a.example.com"], range(IpRange::LinkLocal)),
+            (&["*.localhost:*"], false, "127.0.0.1", 80, &["a.localhost"], range(IpRange::Loopback)),
+            // `localhost` by name reaches loopback, and only loopback.
+            (&["localhost:8080"], false, "127.0.0.1", 8080, &["localhost"], Ok(())),
+            (&["localhost:8080"], false, "::1", 8080, &["localhost"], Ok(())),
+            (&["localhost:8080"], false, "10.0.0.5", 8080, &["localhost"], range(IpRange::Private)),
+            (&["localhost:8080"], false, "127.0.0.1", 8080, &[], Err(NotGranted)),
+            (&["localhost:8080"], false, "127.0.0.1", 9, &["localhost"], Err(NotGranted)),
+            // Literal addresses reach any range, on their port.
+            (&["127.0.0.1:8080"], false, "127.0.0.1", 8080, &[], Ok(())),
+            (&["127.0.0.1:8080"], false, "::ffff:127.0.0.1", 8080, &["whatever"], Ok(())),
+            (&["127.0.0.1:8080"], false, "127.0.0.1", 8081, &[], Err(NotGranted)),
+            (&["[::1]:*"], false, "::1", 1, &[], Ok(())),
+            (&["10.0.0.5"], false, "10.0.0.5", 443, &[], Ok(())),
+            (&["169.254.169.254:80"], false, "169.254.169.254", 80, &[], Ok(())),
+            (&["*", "10.0.0.5:80"], false, "10.0.0.5", 80, &["rebind.example"], Ok(())),
+            // allow_private_network: names and `*` reach every range.
+            (&["*"], true, "127.0.0.1", 8080, &[], Ok(())),
+            (&["*"], true, "169.254.169.254", 80, &["rebind.example"], Ok(())),
+            (&["example.com"], true, "10.0.0.5", 443, &["example.com"], Ok(())),
+            (&["example.com"], true, "10.0.0.5", 443, &[], Err(NotGranted)),
+        ];
+        for (patterns, allow, ip, port, names, want) in cases {
+            let patterns: Vec<NetPattern> = patterns.iter().map(|s| p(s)).collect();
+            let got = check_address(&patterns, *allow, ip.parse().unwrap(), *port, names.iter().copied());
+            assert_eq!(got, *want, "{patterns:?} allow_private={allow} {ip} port {port} from {names:?}");
         }
     }
 

@@ -292,20 +292,59 @@ impl Request<'_> {
     }
 
     /// A rule that would allow this call, for messages: the subject's file, host or value.
-    /// Paths inside the workspace are given relative to it.
+    /// Paths inside the workspace are given relative to it, others absolute (`//…`); either is
+    /// the path the subject names (`..` resolved), with glob characters escaped, so that the rule
+    /// allows that path and what is inside it (a single name at any depth, as in `.gitignore`),
+    /// and a file named `*` does not become the whole tool. A path no pattern can name (`/`, a
+    /// name with a line break) gets the whole-tool rule, the only one that allows it.
     pub fn suggested_rule(&self, workspace: &Path) -> String {
         match self.subject {
-            Some((value, SubjectKind::Path)) if Path::new(value).is_absolute() => {
-                match resolve(value, workspace).strip_prefix(workspace) {
-                    Ok(rel) if !rel.as_os_str().is_empty() => format!("{}({})", self.tool, rel.display()),
-                    _ => format!("{}(/{value})", self.tool),
+            Some((value, SubjectKind::Path)) => {
+                let path = resolve(value, workspace);
+                let pattern = match path.strip_prefix(workspace) {
+                    Ok(rel) if !rel.as_os_str().is_empty() => literal_pattern(&rel.display().to_string()),
+                    _ => format!("/{}", literal_pattern(&path.display().to_string())),
+                };
+                if pattern.trim_start_matches('/').is_empty() || pattern.contains('\n') {
+                    self.tool.to_string()
+                } else {
+                    format!("{}({pattern})", self.tool)
                 }
             }
-            Some((value, SubjectKind::Path)) => format!("{}({value})", self.tool),
-            Some((value, SubjectKind::Url)) => format!("{}(domain:{})", self.tool, url_host(value)),
+            // A host a rule cannot hold (the pattern loses whitespace at its ends).
+            Some((value, SubjectKind::Url)) => match url_host(value) {
+                host if host.trim() != host || host.contains('\n') => self.tool.to_string(),
+                host => format!("{}(domain:{host})", self.tool),
+            },
             _ => self.tool.to_string(),
         }
     }
+}
+
+/// A path pattern naming exactly `path` (and what is inside it): glob characters escaped,
+/// whitespace at either end (which a rule's pattern loses) in a class of its own, and a leading
+/// `./` where the path would otherwise read as a `domain:` pattern.
+fn literal_pattern(path: &str) -> String {
+    let last = path.chars().count().saturating_sub(1);
+    let mut out = String::with_capacity(path.len() + 2);
+    if path.starts_with("domain:") {
+        out.push_str("./");
+    }
+    for (i, c) in path.chars().enumerate() {
+        match c {
+            '*' | '?' | '[' | ']' | '{' | '}' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_whitespace() && (i == 0 || i == last) => {
+                out.push('[');
+                out.push(c);
+                out.push(']');
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl Rules {

@@ -100,8 +100,7 @@ impl Runtime {
                 let Pending { index, call, safe } = pending.pop_front().expect("front exists");
                 running_parallel = safe;
                 let id = call.id.clone();
-                let (rt, context, permits, cancel) =
-                    (self.clone(), session.snapshot(), permits.clone(), cancel.clone());
+                let (rt, context, permits, cancel) = (self.clone(), session.view(), permits.clone(), cancel.clone());
                 let access = if safe { Access::ReadOnly } else { Access::Granted };
                 let task = running.spawn(async move {
                     // Queued calls start in model order as permits free up.
@@ -156,7 +155,7 @@ impl Runtime {
                             tracing::error!("a call task failed: {e}");
                             let Some((_, index, id)) = running_ids.iter().find(|(t, ..)| *t == e.id()).cloned() else { continue };
                             let message = "toolhost failed while running this call (host fault)";
-                            (index, ToolResult::error(&id, OutcomeKind::HostError, message), Vec::new())
+                            (index, ToolResult::error(&id, OutcomeKind::HostError, message), Updates::default())
                         }
                     };
                     running_ids.retain(|(_, i, _)| *i != index);
@@ -165,12 +164,13 @@ impl Runtime {
                         group.insert(index, updates);
                         if running_ids.is_empty() {
                             // The group is over: its updates apply in model order.
-                            for (_, updates) in std::mem::take(&mut group) {
-                                session.apply(updates);
+                            // A result already handed out cannot take back its updates' refusal.
+                            for (i, updates) in std::mem::take(&mut group) {
+                                self.apply_updates(session, updates, finished.get_mut(&i));
                             }
                         }
                     } else {
-                        session.apply(updates);
+                        self.apply_updates(session, updates, finished.get_mut(&index));
                     }
                 },
             }

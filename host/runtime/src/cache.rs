@@ -65,6 +65,12 @@ fn entry_name(engine: &Engine, sha: &str) -> String {
     format!("{sha}-{}.cwasm", engine_key(engine))
 }
 
+/// The file name of what loading learned about that component (its checked schema, or why
+/// it failed to load), under the same key: a new toolhost learns it again.
+fn record_name(engine: &Engine, sha: &str) -> String {
+    format!("{sha}-{}.load.json", engine_key(engine))
+}
+
 /// An open compile cache: a checked directory and the key that authenticates its entries.
 #[derive(Clone)]
 pub(crate) struct Cache {
@@ -154,6 +160,34 @@ impl Cache {
     /// The component in entry `name`: `Ok(None)` when there is no entry, `Err` (saying why)
     /// when there is one that must not be run or cannot be used.
     fn load(&self, engine: &Engine, name: &str) -> Result<Option<Component>, String> {
+        match self.read_entry(name)? {
+            Some(body) => deserialize(engine, &body)
+                .map(Some)
+                .map_err(|e| format!("cannot use {}: {e:#}", self.dir.join(name).display())),
+            None => Ok(None),
+        }
+    }
+
+    /// The load record of the component with this sha256, if there is a valid one (one that
+    /// fails its check is logged and ignored: it is learned again).
+    pub(crate) fn read_record(&self, engine: &Engine, sha: &str) -> Option<Vec<u8>> {
+        self.read_entry(&record_name(engine, sha))
+            .inspect_err(|why| tracing::warn!("compile cache: {why}; loading the tool afresh"))
+            .ok()
+            .flatten()
+    }
+
+    /// Save the load record of the component with this sha256 (failure only logged).
+    pub(crate) fn write_record(&self, engine: &Engine, sha: &str, body: &[u8]) {
+        let name = record_name(engine, sha);
+        if let Err(e) = self.write_entry(&name, body.to_vec()) {
+            tracing::debug!("cannot write cache entry {}: {e}", self.dir.join(&name).display());
+        }
+    }
+
+    /// The verified body of entry `name`: `Ok(None)` when there is none, `Err` (saying why)
+    /// when there is one that fails its check.
+    fn read_entry(&self, name: &str) -> Result<Option<Vec<u8>>, String> {
         let path = self.dir.join(name);
         let mut file = match open_no_follow(&path) {
             Ok(f) => f,
@@ -183,7 +217,8 @@ impl Cache {
                 path.display()
             ));
         }
-        deserialize(engine, body).map(Some).map_err(|e| format!("cannot use {}: {e:#}", path.display()))
+        bytes.truncate(body_len);
+        Ok(Some(bytes))
     }
 
     /// Write `component` as entry `name`: serialised, tagged, written to a new private file in
@@ -191,7 +226,11 @@ impl Cache {
     /// or the new one, never half of one (and a symbolic link in its place is replaced, not
     /// followed).
     fn store(&self, component: &Component, name: &str) -> std::io::Result<()> {
-        let mut bytes = component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?;
+        self.write_entry(name, component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?)
+    }
+
+    /// Write `bytes` as entry `name`, tagged (see [`Cache::store`]).
+    fn write_entry(&self, name: &str, mut bytes: Vec<u8>) -> std::io::Result<()> {
         let tag = self.mac(name, &bytes).finalize().into_bytes();
         bytes.extend_from_slice(&tag);
         let mut tmp = private_temp_file(&self.dir, ".entry-")?;

@@ -50,6 +50,9 @@ pub struct ToolEngine {
     /// Components compiled by this engine, by sha256: loading the same bytes again (another
     /// runtime, a reload) costs nothing. Components are reference-counted handles.
     pub(crate) compiled: Arc<Mutex<HashMap<String, Component>>>,
+    /// What loading learned about each component, by sha256 (its schema, or why it failed):
+    /// a reload never runs a load-time export again.
+    pub(crate) records: Arc<Mutex<HashMap<String, crate::loader::LoadRecord>>>,
 }
 
 impl std::fmt::Debug for ToolEngine {
@@ -79,7 +82,14 @@ impl ToolEngine {
         };
         let linker = linker(&engine).map_err(|e| Error::Engine(format!("{e:#}")))?;
         start_ticker(&engine);
-        Ok(ToolEngine { engine, linker: Arc::new(linker), fuel: options.fuel, pooled, compiled: Arc::default() })
+        Ok(ToolEngine {
+            engine,
+            linker: Arc::new(linker),
+            fuel: options.fuel,
+            pooled,
+            compiled: Arc::default(),
+            records: Arc::default(),
+        })
     }
 
     /// Whether the pooling allocator is in use.

@@ -211,9 +211,33 @@ fn normalize(path: &Path) -> PathBuf {
 /// its last components as written, under its deepest existing parent's real path.
 pub(crate) fn resolve_at(dir: &Path, rel: &str, follow: bool) -> PathBuf {
     let joined = dir.join(rel);
-    if follow && let Ok(p) = std::fs::canonicalize(&joined) {
-        return p;
+    if follow {
+        return follow_final(&joined);
     }
+    resolve_unfollowed(&joined)
+}
+
+/// Links followed at most when resolving one path, as the kernel's own limit (`ELOOP`).
+const MAX_LINKS: usize = 40;
+
+/// Where `path` leads with its last component followed through links, also when the final
+/// target does not exist (yet): a create through a dangling link lands at the link's target,
+/// so that is the path rules must judge, not the link.
+fn follow_final(path: &Path) -> PathBuf {
+    let mut current = resolve_unfollowed(path);
+    for _ in 0..MAX_LINKS {
+        if let Ok(real) = std::fs::canonicalize(&current) {
+            return real;
+        }
+        let Ok(target) = std::fs::read_link(&current) else { return current };
+        let base = current.parent().map(Path::to_path_buf).unwrap_or_default();
+        current = resolve_unfollowed(&base.join(target));
+    }
+    current
+}
+
+/// [`resolve_at`] without following the last component.
+fn resolve_unfollowed(joined: &Path) -> PathBuf {
     let mut parts: Vec<Component> = joined.components().collect();
     // The last component as written (not followed); before it, the deepest part that exists,
     // physically (`..` after a link goes where the kernel goes), then the rest as written.
@@ -236,7 +260,7 @@ pub(crate) fn resolve_at(dir: &Path, rel: &str, follow: bool) -> PathBuf {
         }
         rest.extend(parts.pop());
     }
-    normalize(&joined)
+    normalize(joined)
 }
 
 /// Directories remembered per call at most (a walk over a huge tree cannot grow it without end).
@@ -267,7 +291,7 @@ impl GuardedFs<'_> {
             return candidate;
         }
         match std::fs::symlink_metadata(&candidate) {
-            Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&candidate).unwrap_or(candidate),
+            Ok(m) if m.file_type().is_symlink() => follow_final(&candidate),
             _ => candidate,
         }
     }

@@ -10,7 +10,11 @@
 //! 2. A connection slot is taken (at most `max_connections` open per call, else
 //!    `connection-limit-reached`).
 //! 3. The name is looked up and connected to, then the TLS handshake runs, all within
-//!    `connect_timeout_ms` (or the guest's shorter `connect-timeout`).
+//!    `connect_timeout_ms` (or the guest's shorter `connect-timeout`). Only the addresses the
+//!    grant lets it reach are tried ([`NetAccess::http_addresses`]): through `*` or a name,
+//!    public ones only, so a name that resolves to 127.0.0.1 or 169.254.169.254 (DNS
+//!    rebinding), or `http://127.0.0.1/` under `*`, gets `HTTP-request-denied`; the address is
+//!    connected to as checked, never looked up again.
 //! 4. The response must start within `first_byte_timeout_ms`, and each later body chunk too;
 //!    body bytes count against the call's `max_response_bytes`
 //!    (`HTTP-response-body-size`).
@@ -198,13 +202,18 @@ async fn connect(
     https: bool,
 ) -> Result<Box<dyn Stream>, HttpError> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<_> = match tokio::net::lookup_host((bare, port)).await {
+    let resolved: Vec<_> = match tokio::net::lookup_host((bare, port)).await {
         Ok(addrs) => addrs.collect(),
         Err(e) => {
             net.fail(format!("The name {bare} did not resolve: {e}."));
             return Err(HttpError::DnsError { rcode: Some("address not found".into()), info_code: None });
         }
     };
+    let addrs = net.http_addresses(host, resolved.clone());
+    if addrs.is_empty() && !resolved.is_empty() {
+        tracing::debug!("HTTP request to {host}:{port} refused: every address it resolved to is out of reach");
+        return Err(HttpError::HttpRequestDenied);
+    }
     let mut last = None;
     let mut tcp = None;
     for addr in &addrs {

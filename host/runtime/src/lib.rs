@@ -57,9 +57,10 @@ pub use hooks::{Combined, CommandHook, CommandHooks, HookEvent, HookFailure, Hoo
 pub use loader::{Inspection, Origin, ToolInfo, ToolSource, inspect};
 pub use outcome::OutcomeKind;
 pub use permission::{AskAnswer, AskRequest, PermissionDecider};
+pub use pinning::hook_scripts;
 pub use result::{ContentBlock, ImageSource, ToolResult};
 pub use runtime::{LoadedTool, Runtime, RuntimeBuilder};
-pub use session::{Session, WORKSPACE_KEY};
+pub use session::{EMBEDDED_NAMESPACE, SavedSession, Session, WORKSPACE_KEY, tool_namespace};
 pub use tokio_util::sync::CancellationToken;
 pub use toolhost_policy as policy;
 

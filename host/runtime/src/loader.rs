@@ -8,7 +8,7 @@ use crate::engine::ToolEngine;
 use crate::error::{Error, Result};
 use crate::invoke::{Export, InvokeCtx, Returned, invoke};
 use crate::state::{CallEnv, HostState};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,8 +45,13 @@ pub struct ToolSource {
     pub origin: Origin,
     /// The component bytes.
     pub bytes: Arc<[u8]>,
-    /// If set, the bytes' sha256 (hex) must match or the tool is refused.
+    /// If set, the bytes' sha256 (hex) must match or the tool is refused, before anything
+    /// else is done with them.
     pub expected_sha256: Option<String>,
+    /// If set, the name the tool must declare (the `[tools.NAME]` that points at the file).
+    pub expected_name: Option<String>,
+    /// The context namespace it shares with others; `None`: its own (see [`crate::session`]).
+    pub(crate) context_namespace: Option<String>,
 }
 
 impl ToolSource {
@@ -59,17 +64,39 @@ impl ToolSource {
         let path = path.as_ref();
         let bytes = std::fs::read(path)
             .map_err(|e| Error::Load { origin: path.display().to_string(), message: format!("cannot read: {e}") })?;
-        Ok(ToolSource { origin: Origin::File(path.to_path_buf()), bytes: bytes.into(), expected_sha256: None })
+        Ok(ToolSource::new(Origin::File(path.to_path_buf()), bytes.into()))
     }
 
-    /// A tool embedded in the binary.
+    /// A tool embedded in the binary, trusted by the host: embedded tools share one context
+    /// namespace (so `Edit` sees what `Read` recorded), which no other tool can reach.
     pub fn embedded(name: &str, bytes: &'static [u8]) -> Self {
-        ToolSource { origin: Origin::Embedded(name.to_string()), bytes: Arc::from(bytes), expected_sha256: None }
+        ToolSource {
+            context_namespace: Some(crate::session::EMBEDDED_NAMESPACE.to_string()),
+            ..ToolSource::new(Origin::Embedded(name.to_string()), Arc::from(bytes))
+        }
     }
 
     /// Bytes from elsewhere, with a label for messages.
     pub fn bytes(label: impl Into<String>, bytes: impl Into<Arc<[u8]>>) -> Self {
-        ToolSource { origin: Origin::Bytes(label.into()), bytes: bytes.into(), expected_sha256: None }
+        ToolSource::new(Origin::Bytes(label.into()), bytes.into())
+    }
+
+    fn new(origin: Origin, bytes: Arc<[u8]>) -> Self {
+        ToolSource { origin, bytes, expected_sha256: None, expected_name: None, context_namespace: None }
+    }
+
+    /// Require the tool to declare this name: one that declares another is refused.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.expected_name = Some(name.into());
+        self
+    }
+
+    /// The name known before anything runs: the one required, or an embedded tool's.
+    pub(crate) fn known_name(&self) -> Option<&str> {
+        match (&self.expected_name, &self.origin) {
+            (Some(name), _) | (None, Origin::Embedded(name)) => Some(name),
+            _ => None,
+        }
     }
 
     /// Require the bytes to have this sha256 (hex, any case).
@@ -78,7 +105,7 @@ impl ToolSource {
         self
     }
 
-    fn err(&self, message: impl Into<String>) -> Error {
+    pub(crate) fn err(&self, message: impl Into<String>) -> Error {
         Error::Load { origin: self.origin.to_string(), message: message.into() }
     }
 }
@@ -110,8 +137,9 @@ pub(crate) struct Compiled {
 const WASM_MAGIC: &[u8; 4] = b"\0asm";
 const CORE_MODULE_VERSION: [u8; 4] = [1, 0, 0, 0];
 
-/// Check, compile (through `cache`, when there is one) and link `source`.
-pub(crate) async fn compile(engine: &ToolEngine, source: &ToolSource, cache: Option<&Cache>) -> Result<Compiled> {
+/// Check what the bytes are, and their pin, before anything else is done with them. Returns
+/// their hex sha256.
+pub(crate) fn check_bytes(source: &ToolSource, pin: Option<&str>) -> Result<String> {
     let bytes = &source.bytes;
     if bytes.len() < 8 || &bytes[..4] != WASM_MAGIC {
         return Err(source.err("not a WebAssembly file (it does not start with the `\\0asm` magic bytes)"));
@@ -123,11 +151,23 @@ pub(crate) async fn compile(engine: &ToolEngine, source: &ToolSource, cache: Opt
         ));
     }
     let sha256 = cache::sha256_hex(bytes);
-    if let Some(want) = &source.expected_sha256
+    if let Some(want) = pin
         && !want.eq_ignore_ascii_case(&sha256)
     {
         return Err(source.err(format!("sha256 mismatch: expected {want}, the file has {sha256}; refusing to load it")));
     }
+    Ok(sha256)
+}
+
+/// Compile (through `cache`, when there is one) and link `source`, whose bytes passed
+/// [`check_bytes`] with this `sha256`.
+pub(crate) async fn compile(
+    engine: &ToolEngine,
+    source: &ToolSource,
+    sha256: String,
+    cache: Option<&Cache>,
+) -> Result<Compiled> {
+    let bytes = &source.bytes;
     let known = engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(&sha256).cloned();
     let component = match known {
         Some(component) => component,
@@ -154,39 +194,155 @@ pub(crate) async fn compile(engine: &ToolEngine, source: &ToolSource, cache: Opt
     Ok(Compiled { component, pre, sha256 })
 }
 
-/// Call `schema` with no capabilities and check what it says.
-pub(crate) async fn read_schema(
+/// What loading learned about one component from its `schema` export. Kept by digest in the
+/// engine and in the compile cache (authenticated like compiled code, under the toolhost
+/// version), so the export runs once per component and toolhost build: a start with cached
+/// tools runs no guest code, and a tool that loops or traps at load costs its deadline once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum LoadRecord {
+    /// The schema, as the tool returned it; it passed the checks.
+    Schema(RawSchema),
+    /// Why it cannot be loaded.
+    Failed {
+        message: String,
+        /// The deadline it ran under.
+        timeout_ms: u64,
+        /// Whether it ran out of time (then a longer deadline tries again).
+        timed_out: bool,
+    },
+}
+
+/// The `schema` export's answer, in a form that can be kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RawSchema {
+    name: String,
+    description: String,
+    input_schema: String,
+    permission_subject: Option<String>,
+    read_only: bool,
+    capabilities: Vec<Capability>,
+}
+
+impl From<ToolSchema> for RawSchema {
+    fn from(s: ToolSchema) -> Self {
+        RawSchema {
+            name: s.name,
+            description: s.description,
+            input_schema: s.input_schema,
+            permission_subject: s.permission_subject,
+            read_only: s.read_only,
+            capabilities: s
+                .capabilities
+                .into_iter()
+                .map(|c| match c {
+                    WitCapability::FsRead(p) => Capability::FsRead(p),
+                    WitCapability::FsWrite(p) => Capability::FsWrite(p),
+                    WitCapability::Net(h) => Capability::Net(h),
+                    WitCapability::Env(n) => Capability::Env(n),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The tool's checked schema: remembered from an earlier load of the same bytes, or read by
+/// calling `schema` with no capabilities under `limits` (whose `load_timeout_ms` is the
+/// deadline), and remembered.
+pub(crate) async fn describe(
     engine: &ToolEngine,
     compiled: &Compiled,
     source: &ToolSource,
-    workspace: &Path,
+    limits: &Limits,
+    cache: Option<&Cache>,
 ) -> Result<(ToolInfo, jsonschema::Validator)> {
-    let limits = Limits::default();
+    let sha = &compiled.sha256;
+    let remembered = engine.records.lock().unwrap_or_else(|e| e.into_inner()).get(sha).cloned().or_else(|| {
+        cache.and_then(|c| c.read_record(&engine.engine, sha)).and_then(|b| serde_json::from_slice(&b).ok())
+    });
+    let record = match remembered {
+        Some(LoadRecord::Schema(raw)) => return check_schema(raw).map_err(|m| source.err(m)),
+        Some(LoadRecord::Failed { message, timeout_ms, timed_out })
+            if !(timed_out && limits.load_timeout_ms > timeout_ms) =>
+        {
+            let retry = if timed_out {
+                "raise limits.load_timeout_ms, change the file or update toolhost to try again"
+            } else {
+                "change the file or update toolhost to try again"
+            };
+            return Err(source
+                .err(format!("{message} (remembered from an earlier load of these bytes, sha256 {sha}; {retry})")));
+        }
+        _ => run_schema(engine, compiled, source, limits).await,
+    };
+    let result = match &record {
+        LoadRecord::Schema(raw) => check_schema(raw.clone()),
+        LoadRecord::Failed { message, .. } => Err(message.clone()),
+    };
+    // A schema that fails the checks is remembered as a failure, not run again.
+    let record = match (&result, record) {
+        (Err(message), LoadRecord::Schema(_)) => {
+            LoadRecord::Failed { message: message.clone(), timeout_ms: limits.load_timeout_ms, timed_out: false }
+        }
+        (_, record) => record,
+    };
+    if let Some(cache) = cache
+        && let Ok(body) = serde_json::to_vec(&record)
+    {
+        cache.write_record(&engine.engine, sha, &body);
+    }
+    engine.records.lock().unwrap_or_else(|e| e.into_inner()).insert(sha.clone(), record);
+    result.map_err(|m| source.err(m))
+}
+
+/// Call `schema` with no capabilities, under the load deadline.
+async fn run_schema(engine: &ToolEngine, compiled: &Compiled, source: &ToolSource, limits: &Limits) -> LoadRecord {
+    let limits = Limits { timeout_ms: limits.load_timeout_ms, ..limits.clone() };
     let empty = BTreeMap::new();
+    let tls = match crate::http::tls_config(&[]) {
+        Ok(tls) => tls,
+        Err(message) => return LoadRecord::Failed { message, timeout_ms: limits.timeout_ms, timed_out: false },
+    };
     let cx = InvokeCtx {
         engine,
         pre: &compiled.pre,
         tool: &source.origin.to_string(),
         limits: &limits,
-        workspace,
+        workspace: Path::new("/"),
         env_vars: &empty,
-        call_env: CallEnv { context: Arc::default(), workspace_json: Arc::from("null"), progress: None },
+        call_env: CallEnv {
+            context: Arc::default(),
+            namespace: Arc::from(""),
+            workspace_json: Arc::from("null"),
+            progress: None,
+        },
         grant: None,
         pool: None,
         cancel: &CancellationToken::new(),
         // No grant, so no request is ever sent; the shared default settings cost nothing.
-        tls: &crate::http::tls_config(&[]).map_err(|m| source.err(m))?,
+        tls: &tls,
         fs: Default::default(),
     };
-    let schema = match invoke(cx, Export::Schema).await {
-        Ok(Returned::Schema(s)) => s,
+    match invoke(cx, Export::Schema).await {
+        Ok(Returned::Schema(s)) => LoadRecord::Schema(s.into()),
         Ok(_) => unreachable!("schema export returns a schema"),
-        Err(f) => return Err(source.err(format!("its `schema` export failed ({}): {}", f.kind, f.message))),
-    };
-    check_schema(schema).map_err(|m| source.err(m))
+        Err(f) if f.kind == crate::outcome::OutcomeKind::Timeout => LoadRecord::Failed {
+            message: format!(
+                "its `schema` export did not return within {} ms (limits.load_timeout_ms)",
+                limits.timeout_ms
+            ),
+            timeout_ms: limits.timeout_ms,
+            timed_out: true,
+        },
+        Err(f) => LoadRecord::Failed {
+            message: format!("its `schema` export failed ({}): {}", f.kind, f.message),
+            timeout_ms: limits.timeout_ms,
+            timed_out: false,
+        },
+    }
 }
 
-fn check_schema(s: ToolSchema) -> std::result::Result<(ToolInfo, jsonschema::Validator), String> {
+fn check_schema(s: RawSchema) -> std::result::Result<(ToolInfo, jsonschema::Validator), String> {
     let valid_name = !s.name.is_empty()
         && s.name.len() <= 64
         && s.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
@@ -208,23 +364,13 @@ fn check_schema(s: ToolSchema) -> std::result::Result<(ToolInfo, jsonschema::Val
             s.name
         ));
     }
-    let capabilities = s
-        .capabilities
-        .into_iter()
-        .map(|c| match c {
-            WitCapability::FsRead(p) => Capability::FsRead(p),
-            WitCapability::FsWrite(p) => Capability::FsWrite(p),
-            WitCapability::Net(h) => Capability::Net(h),
-            WitCapability::Env(n) => Capability::Env(n),
-        })
-        .collect();
     let info = ToolInfo {
         name: s.name,
         description: s.description,
         input_schema,
         permission_subject: s.permission_subject,
         read_only: s.read_only,
-        capabilities,
+        capabilities: s.capabilities,
     };
     Ok((info, validator))
 }
@@ -253,8 +399,9 @@ pub struct Inspection {
 /// [`Error::Load`] with the same messages as loading the tool.
 pub async fn inspect(engine: &ToolEngine, source: &ToolSource, cache_dir: Option<&Path>) -> Result<Inspection> {
     let cache = cache_dir.and_then(Cache::open_or_warn);
-    let compiled = compile(engine, source, cache.as_ref()).await?;
-    let (info, _) = read_schema(engine, &compiled, source, Path::new("/")).await?;
+    let sha256 = check_bytes(source, source.expected_sha256.as_deref())?;
+    let compiled = compile(engine, source, sha256, cache.as_ref()).await?;
+    let (info, _) = describe(engine, &compiled, source, &Limits::default(), cache.as_ref()).await?;
     let ty = compiled.component.component_type();
     let imports = ty.imports(&engine.engine).map(|(name, _)| name.to_string()).collect();
     let exports = ty.exports(&engine.engine).map(|(name, _)| name.to_string()).collect();

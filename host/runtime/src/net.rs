@@ -11,20 +11,30 @@
 //!   *before* any lookup happens, then calls wasmtime-wasi's own resolver. Its
 //!   `resolve-next-address` records every address a granted name resolved to.
 //! - **Connect** (`socket_addr_check`): a TCP connect is allowed only to an address that a
-//!   pattern names literally (`127.0.0.1:8080`, `*`), or that a granted name resolved to in
-//!   this call, on a port the pattern of that name allows. A lookup cannot be used to reach
-//!   anything else: the connection is pinned to what the lookup returned. UDP follows the
-//!   same rule: a datagram is sent (or a UDP socket connected) only to such an address, and a
-//!   datagram from any other address is dropped before the guest sees it. Binding is allowed
-//!   only for the wildcard address and port 0 (the implicit bind of a connect or first send);
-//!   listening and accepting stay off: a tool is a client, never a server.
+//!   pattern names literally (`127.0.0.1:8080`), that `*` allows, or that a granted name
+//!   resolved to in this call, on a port the pattern of that name allows. A lookup cannot be
+//!   used to reach anything else: the connection is pinned to what the lookup returned. UDP
+//!   follows the same rule: a datagram is sent (or a UDP socket connected) only to such an
+//!   address, and a datagram from any other address is dropped before the guest sees it.
+//!   Binding is allowed only for the wildcard address and port 0 (the implicit bind of a
+//!   connect or first send); listening and accepting stay off: a tool is a client, never a
+//!   server.
+//! - **Address ranges**: `*` and names never reach loopback, private, link-local, metadata and
+//!   other non-public addresses ([`toolhost_policy::IpRange`]), whatever a name resolves to
+//!   (DNS rebinding) and whatever address the guest writes under `*`; only a pattern naming
+//!   the address literally, `localhost` by name (loopback only), or the tool's
+//!   `allow_private_network` opens them ([`toolhost_policy::check_address`]). This is checked
+//!   on the address each connection goes to, not at lookup: the lookup shadow returns every
+//!   address, so that a guest trying a refused one gets `access-denied` (and the result says
+//!   why) rather than a name with no address, and a client that tries each address in turn
+//!   goes on to the public ones.
 //!
 //! - **HTTP** (`wasi:http/outgoing-handler`): the host sends the request itself; see
 //!   http.rs, which asks [`NetAccess::http_allowed`] before any lookup or connection.
 //!
 //! Refusals reach the guest as the WASI socket error `access-denied` (or `HTTP-request-denied`),
 //! and are remembered (see [`NetAccess::refusals`]) so that a failed call's result can say which
-//! host was refused. The call's network limits ([`NetLimits`]) are counted here too, and each
+//! host was refused, by which rule, and how to allow it. The call's network limits ([`NetLimits`]) are counted here too, and each
 //! breach is remembered for the result ([`NetAccess::limit_note`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -32,7 +42,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use toolhost_policy::{Limits, NetPattern, WEB_PORTS};
+use toolhost_policy::{
+    AddressRefusal, EffectiveGrant, HostPattern, IpRange, Limits, NetPattern, PortPattern, WEB_PORTS, check_address,
+    normalize_host,
+};
 use wasmtime::component::{HasData, Linker, Resource};
 use wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::{self as lookup, ResolveAddressStream};
 use wasmtime_wasi::p2::bindings::sockets::network::{self, ErrorCode, IpAddress, Network};
@@ -102,15 +115,74 @@ impl std::fmt::Display for Breach {
     }
 }
 
+/// Something the sandbox refused a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Refusal {
+    /// Nothing in the grant names it: `host`, `host:port`, `name:port (address)` or `address`.
+    NotGranted(String),
+    /// Only a name or `*` covers `addr`, and it lies in a range those never reach; `name` is
+    /// what it was resolved from, if anything.
+    Range { addr: SocketAddr, name: Option<String>, range: IpRange },
+}
+
+impl Refusal {
+    /// For a refusal by [`check_address`] of `addr`, resolved from `name` (if anything).
+    fn of(refusal: AddressRefusal, addr: SocketAddr, name: Option<&str>) -> Refusal {
+        // `::ffff:127.0.0.1` is 127.0.0.1, and is shown (and suggested as a grant) as such.
+        let addr = SocketAddr::new(addr.ip().to_canonical(), addr.port());
+        match refusal {
+            AddressRefusal::Range(range) => Refusal::Range { addr, name: name.map(str::to_string), range },
+            AddressRefusal::NotGranted => Refusal::NotGranted(match name {
+                Some(name) => format!("{name}:{} ({addr})", addr.port()),
+                None => addr.to_string(),
+            }),
+        }
+    }
+
+    /// `host`, `name:port (address)`, or `name:port (address: loopback)` for a range.
+    fn shown(&self) -> String {
+        match self {
+            Refusal::NotGranted(shown) => shown.clone(),
+            Refusal::Range { addr, name: Some(name), range } => {
+                format!("{name}:{} ({addr}: {})", addr.port(), range.name())
+            }
+            Refusal::Range { addr, name: None, range } => format!("{addr} ({})", range.name()),
+        }
+    }
+
+    /// For a range refusal, the sentence saying which rule refused and how to allow it.
+    fn range_sentence(&self, tool: &str) -> Option<String> {
+        let Refusal::Range { addr, name, range } = self else { return None };
+        let port = if WEB_PORTS.contains(&addr.port()) { PortPattern::Web } else { PortPattern::Exact(addr.port()) };
+        let literal = NetPattern { host: HostPattern::Ip(addr.ip()), port };
+        let from = name.as_ref().map(|n| format!(" (resolved from {n})")).unwrap_or_default();
+        let by_name = match name {
+            Some(n) if *range == IpRange::Loopback && normalize_host(n) == "localhost" => {
+                let by_name = NetPattern { host: HostPattern::Name("localhost".into()), port };
+                format!("grant `localhost` by name (net = [\"{by_name}\"]), ")
+            }
+            _ => String::new(),
+        };
+        Some(format!(
+            "net: {}{from} is {range}; a grant of \"*\" or of a name never reaches loopback, private, link-local \
+             or other non-public addresses: {by_name}grant the address literally (net = [\"{literal}\"]) or set \
+             [tools.{tool}] allow_private_network = true.",
+            addr.ip()
+        ))
+    }
+}
+
 /// What one call may reach over the network, and what it learned, was refused and ran into.
 #[derive(Debug, Default)]
 pub(crate) struct NetAccess {
     patterns: Vec<NetPattern>,
+    /// Whether names and `*` may reach non-public addresses (see [`check_address`]).
+    allow_private_network: bool,
     limits: NetLimits,
     /// Addresses that granted names resolved to in this call, with those names.
     learned: Mutex<HashMap<IpAddr, BTreeSet<String>>>,
-    /// What was refused, as `host` or `host:port`, first refusals first.
-    refused: Mutex<Vec<String>>,
+    /// What was refused, first refusals first.
+    refused: Mutex<Vec<Refusal>>,
     /// HTTP connections open now.
     open_http: AtomicUsize,
     /// Raw TCP connects allowed so far.
@@ -152,6 +224,20 @@ impl NetAccess {
         NetAccess { patterns, limits, ..NetAccess::default() }
     }
 
+    /// For a call with `grant` (`None`: no network at all).
+    pub(crate) fn for_grant(grant: Option<&EffectiveGrant>, limits: NetLimits) -> Self {
+        match grant {
+            Some(g) => NetAccess::new(&g.net, limits).allow_private_network(g.allow_private_network),
+            None => NetAccess::new(&[], limits),
+        }
+    }
+
+    /// Let names and `*` reach loopback, private and link-local addresses too.
+    pub(crate) fn allow_private_network(mut self, allow: bool) -> Self {
+        self.allow_private_network = allow;
+        self
+    }
+
     pub(crate) fn limits(&self) -> NetLimits {
         self.limits
     }
@@ -163,7 +249,7 @@ impl NetAccess {
         if !ok {
             // A web port needs no port in the grant that would allow it.
             let shown = if WEB_PORTS.contains(&port) { host.to_string() } else { format!("{host}:{port}") };
-            self.refuse(shown);
+            self.refuse(Refusal::NotGranted(shown));
         }
         ok
     }
@@ -235,9 +321,31 @@ impl NetAccess {
     pub(crate) fn lookup_allowed(&self, name: &str) -> bool {
         let ok = self.patterns.iter().any(|p| p.matches_host(name));
         if !ok {
-            self.refuse(name.to_string());
+            self.refuse(Refusal::NotGranted(name.to_string()));
         }
         ok
+    }
+
+    /// The addresses an HTTP request to `host` (a name or an IP literal, already allowed by
+    /// [`http_allowed`](Self::http_allowed)) may connect to, out of those it resolved to:
+    /// with `*` or a name, only public ones (see [`check_address`]). When none remain, each
+    /// refusal is remembered; when some do, the others are left out silently.
+    pub(crate) fn http_addresses(&self, host: &str, addrs: Vec<SocketAddr>) -> Vec<SocketAddr> {
+        let host = normalize_host(host);
+        let name = host.parse::<IpAddr>().is_err().then_some(host.as_str());
+        let (allowed, refused): (Vec<_>, Vec<_>) = addrs
+            .into_iter()
+            .map(|a| (a, check_address(&self.patterns, self.allow_private_network, a.ip(), a.port(), name)))
+            .partition(|(_, r)| r.is_ok());
+        if allowed.is_empty() {
+            for (addr, r) in refused {
+                if let Err(r) = r {
+                    tracing::debug!("HTTP request to {host} refused: {addr} is out of reach ({r:?})");
+                    self.refuse(Refusal::of(r, addr, name));
+                }
+            }
+        }
+        allowed.into_iter().map(|(a, _)| a).collect()
     }
 
     /// Remember that the granted `name` resolved to `ip`.
@@ -246,28 +354,24 @@ impl NetAccess {
         learned.entry(ip.to_canonical()).or_default().insert(name.to_string());
     }
 
-    /// Whether `addr` may be reached: a pattern names it literally, or a granted name this
-    /// call looked up resolved to it and a pattern of that name allows the port. `Err` holds
-    /// what to show for a refusal (`name:port (address)` or the address).
-    fn reachable(&self, addr: SocketAddr) -> Result<(), String> {
-        let ip = addr.ip().to_canonical();
-        let port = addr.port();
-        if self.patterns.iter().any(|p| p.matches(&ip.to_string(), port)) {
-            return Ok(());
-        }
+    /// Whether `addr` may be reached: a pattern names it literally, `*` allows its port, or a
+    /// granted name this call looked up resolved to it and a pattern of that name allows the
+    /// port; through `*` or a name, only if it is public (or the tool may reach private
+    /// networks; see [`check_address`]).
+    fn reachable(&self, addr: SocketAddr) -> Result<(), Refusal> {
+        let (ip, port) = (addr.ip().to_canonical(), addr.port());
         let names = self.learned.lock().unwrap_or_else(|e| e.into_inner()).get(&ip).cloned().unwrap_or_default();
-        if names.iter().any(|n| self.patterns.iter().any(|p| p.matches(n, port))) {
-            return Ok(());
-        }
-        Err(match names.iter().next() {
-            Some(name) => format!("{name}:{port} ({addr})"),
-            None => addr.to_string(),
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        check_address(&self.patterns, self.allow_private_network, ip, port, names.iter().copied()).map_err(|r| {
+            // Name the name whose pattern covers the port, if one does.
+            let named = names.iter().find(|n| self.patterns.iter().any(|p| p.matches(n, port)));
+            Refusal::of(r, addr, named.or(names.first()).copied())
         })
     }
 
     /// Whether a TCP connect (or a UDP send) to `addr` is allowed; a refusal is remembered.
     pub(crate) fn connect_allowed(&self, addr: SocketAddr) -> bool {
-        self.reachable(addr).map_err(|shown| self.refuse(shown)).is_ok()
+        self.reachable(addr).map_err(|r| self.refuse(r)).is_ok()
     }
 
     /// Whether a UDP datagram may go to `addr`: the address must be reachable, and a peer
@@ -311,39 +415,53 @@ impl NetAccess {
         }
     }
 
-    fn refuse(&self, what: String) {
+    fn refuse(&self, what: Refusal) {
+        tracing::debug!("network access refused: {}", what.shown());
         let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
         if refused.len() < MAX_REFUSALS && !refused.contains(&what) {
             refused.push(what);
         }
     }
 
-    /// What this call was refused so far (`host`, `host:port (address)` or `address`).
-    pub(crate) fn refusals(&self) -> Vec<String> {
-        self.refused.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    /// What this call was refused so far (`host`, `host:port (address)`, `address`, or
+    /// `name:port (address: range)` for an address out of reach of names and `*`).
+    #[cfg(test)]
+    fn refusals(&self) -> Vec<String> {
+        self.refused.lock().unwrap_or_else(|e| e.into_inner()).iter().map(Refusal::shown).collect()
     }
 
-    /// A sentence for a failed call's result naming the refused hosts and the grants that
-    /// would allow them, or `None` if nothing was refused.
+    /// Sentences for a failed call's result: one naming the hosts no grant covered and the
+    /// grants that would allow them, then one per address refused for its range, saying how to
+    /// allow it; `None` if nothing was refused.
     fn refusal_note(&self, tool: &str) -> Option<String> {
-        let refused = self.refusals();
-        if refused.is_empty() {
-            return None;
-        }
-        let grants: Vec<String> = refused
+        let refused = self.refused.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let not_granted: Vec<&String> = refused
             .iter()
-            .map(|r| {
-                // `name:port (addr)` → `name:port`; a bare name → the name (web ports).
-                let grant = r.split(' ').next().unwrap_or(r);
-                format!("{grant:?}")
+            .filter_map(|r| match r {
+                Refusal::NotGranted(shown) => Some(shown),
+                Refusal::Range { .. } => None,
             })
             .collect();
-        Some(format!(
-            "The sandbox refused network access to {}; a grant such as `[tools.{tool}] grant = {{ net = [{}] }}` \
-             would allow it.",
-            refused.join(", "),
-            grants.join(", ")
-        ))
+        let mut parts = Vec::new();
+        if !not_granted.is_empty() {
+            let grants: Vec<String> = not_granted
+                .iter()
+                .map(|r| {
+                    // `name:port (addr)` → `name:port`; a bare name → the name (web ports).
+                    let grant = r.split(' ').next().unwrap_or(r);
+                    format!("{grant:?}")
+                })
+                .collect();
+            let shown: Vec<&str> = not_granted.iter().map(|s| s.as_str()).collect();
+            parts.push(format!(
+                "The sandbox refused network access to {}; a grant such as `[tools.{tool}] grant = {{ net = [{}] }}` \
+                 would allow it.",
+                shown.join(", "),
+                grants.join(", ")
+            ));
+        }
+        parts.extend(refused.iter().filter_map(|r| r.range_sentence(tool)));
+        (!parts.is_empty()).then(|| parts.join("\n"))
     }
 }
 
@@ -487,10 +605,106 @@ mod tests {
         assert!(!net.breached());
     }
 
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn names_and_star_never_reach_private_addresses() {
+        let net = NetAccess::new(&["*".into()], NetLimits::default());
+        // A public address, literal or resolved: allowed.
+        assert!(net.check(addr("93.184.215.14:443"), SocketAddrUse::TcpConnect));
+        // `*` does not name 127.0.0.1 literally, nor its IPv4-mapped form.
+        assert!(!net.check(addr("127.0.0.1:8080"), SocketAddrUse::TcpConnect));
+        assert!(!net.check(addr("[::ffff:127.0.0.1]:8080"), SocketAddrUse::TcpConnect));
+        // DNS rebinding: a name `*` covers that resolves to the metadata service.
+        net.learn("rebind.example", "169.254.169.254".parse().unwrap());
+        assert!(!net.check(addr("169.254.169.254:80"), SocketAddrUse::TcpConnect));
+        // UDP alike: nothing sent to a private address, nothing heard from one.
+        assert!(!net.check(addr("10.0.0.5:53"), SocketAddrUse::UdpSend));
+        assert!(!net.check(addr("10.0.0.5:53"), SocketAddrUse::UdpReceive));
+        assert!(net.check(addr("8.8.8.8:53"), SocketAddrUse::UdpSend));
+        assert_eq!(
+            net.refusals(),
+            [
+                "127.0.0.1:8080 (loopback)",
+                "rebind.example:80 (169.254.169.254:80: cloud metadata)",
+                "10.0.0.5:53 (private)"
+            ]
+        );
+        let note = net.failure_note("T").expect("refusals are noted");
+        let lines: Vec<&str> = note.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "net: 127.0.0.1 is a loopback address; a grant of \"*\" or of a name never reaches loopback, \
+                 private, link-local or other non-public addresses: grant the address literally (net = \
+                 [\"127.0.0.1:8080\"]) or set [tools.T] allow_private_network = true.",
+                "net: 169.254.169.254 (resolved from rebind.example) is a cloud metadata address; a grant of \"*\" \
+                 or of a name never reaches loopback, private, link-local or other non-public addresses: grant the \
+                 address literally (net = [\"169.254.169.254\"]) or set [tools.T] allow_private_network = true.",
+                "net: 10.0.0.5 is a private address; a grant of \"*\" or of a name never reaches loopback, private, \
+                 link-local or other non-public addresses: grant the address literally (net = [\"10.0.0.5:53\"]) or \
+                 set [tools.T] allow_private_network = true.",
+            ]
+        );
+
+        // allow_private_network opens them all.
+        let open = NetAccess::new(&["*".into()], NetLimits::default()).allow_private_network(true);
+        assert!(open.check(addr("127.0.0.1:8080"), SocketAddrUse::TcpConnect));
+        assert!(open.check(addr("169.254.169.254:80"), SocketAddrUse::TcpConnect));
+        assert!(open.check(addr("10.0.0.5:53"), SocketAddrUse::UdpSend));
+        assert!(open.refusals().is_empty());
+    }
+
+    #[test]
+    fn a_name_keeps_its_public_addresses_only() {
+        let net = NetAccess::new(&["example.com".into(), "localhost:8080".into()], NetLimits::default());
+        let (public, private) = (addr("93.184.215.14:443"), addr("10.0.0.5:443"));
+        net.learn("example.com", public.ip());
+        net.learn("example.com", private.ip());
+        assert!(net.connect_allowed(public));
+        assert!(!net.connect_allowed(private));
+        // HTTP: the private address is left out; with nothing else left, the request is refused.
+        assert_eq!(net.http_addresses("example.com", vec![private, public]), [public]);
+        assert_eq!(net.http_addresses("EXAMPLE.com.", vec![private]), []);
+        // `localhost` by name: loopback only.
+        assert_eq!(net.http_addresses("localhost", vec![addr("127.0.0.1:8080")]), [addr("127.0.0.1:8080")]);
+        assert_eq!(net.http_addresses("localhost", vec![addr("10.0.0.9:8080")]), []);
+        assert_eq!(
+            net.refusals(),
+            ["example.com:443 (10.0.0.5:443: private)", "localhost:8080 (10.0.0.9:8080: private)"]
+        );
+        // The remembered refusal suggests the literal address, not a portless name.
+        let note = net.failure_note("T").unwrap();
+        assert!(note.starts_with("net: 10.0.0.5 (resolved from example.com) is a private address;"), "{note}");
+        assert!(note.contains("(net = [\"10.0.0.5\"])"), "{note}");
+
+        // Loopback through `*` from `localhost`: the note offers the name grant too.
+        let star = NetAccess::new(&["*".into()], NetLimits::default());
+        assert_eq!(star.http_addresses("localhost", vec![addr("127.0.0.1:8080"), addr("[::1]:8080")]), []);
+        let note = star.failure_note("T").unwrap();
+        assert!(
+            note.contains(
+                "net: 127.0.0.1 (resolved from localhost) is a loopback address; a grant of \"*\" or of a name \
+                 never reaches loopback, private, link-local or other non-public addresses: grant `localhost` by \
+                 name (net = [\"localhost:8080\"]), grant the address literally (net = [\"127.0.0.1:8080\"]) or \
+                 set [tools.T] allow_private_network = true."
+            ),
+            "{note}"
+        );
+        assert!(note.contains("net: ::1 (resolved from localhost) is a loopback address;"), "{note}");
+        assert!(note.contains("(net = [\"[::1]:8080\"])"), "{note}");
+        // An IP literal in the URL under `*` is not named literally either.
+        assert_eq!(star.http_addresses("[::1]", vec![addr("[::1]:9")]), []);
+        assert_eq!(star.http_addresses("1.1.1.1", vec![addr("1.1.1.1:443")]), [addr("1.1.1.1:443")]);
+    }
+
     #[test]
     fn limits_are_counted_per_call() {
         let limits = NetLimits { max_response_bytes: 10, max_connections: 2, ..NetLimits::default() };
-        let net = Arc::new(NetAccess::new(&["*".into()], limits));
+        // Loopback test addresses under `*`: only with allow_private_network.
+        let net = Arc::new(NetAccess::new(&["*".into()], limits).allow_private_network(true));
         let a = net.open_connection().expect("first slot");
         let b = net.open_connection().expect("second slot");
         assert!(net.open_connection().is_none());

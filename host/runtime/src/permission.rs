@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 use std::path::Path;
-use toolhost_policy::{Decision, Mode, Request, Rule, Rules, SubjectKind};
+use toolhost_policy::{Decision, Mode, Request, Rules, SubjectKind};
 
 /// A question for whoever may allow a call.
 #[derive(Debug, Clone)]
@@ -31,8 +31,8 @@ pub struct AskRequest {
 pub enum AskAnswer {
     /// Run this call.
     AllowOnce,
-    /// Run this call and every later call of the same tool in this runtime (deny rules still
-    /// apply).
+    /// Run this call and every later call of the same tool in this session (deny rules still
+    /// apply; files other programs run are asked again).
     AllowAlways,
     /// Refuse it, optionally saying why (the model reads it).
     Deny(Option<String>),
@@ -54,30 +54,15 @@ pub trait PermissionDecider: Send + Sync {
     }
 }
 
-/// The mode and rules in force, plus what was allowed for the rest of the run.
+/// The mode and rules in force. What a person allowed "always" lives in the
+/// [`crate::Session`], so it never reaches another session.
 #[derive(Debug, Default)]
 pub(crate) struct Permissions {
     pub(crate) mode: Mode,
     pub(crate) rules: Rules,
-    /// Tools a person allowed "for the rest of this run".
-    pub(crate) session_allowed: std::sync::Mutex<Vec<Rule>>,
     /// Serialises questions, so two parallel calls never prompt at once and the second sees
     /// the first one's "always".
     pub(crate) ask_lock: tokio::sync::Mutex<()>,
-}
-
-impl Permissions {
-    pub(crate) fn session_allows(&self, tool: &str, workspace: &Path) -> bool {
-        let allowed = self.session_allowed.lock().unwrap_or_else(|e| e.into_inner());
-        allowed.iter().any(|r| r.matches(tool, None, workspace))
-    }
-
-    pub(crate) fn allow_for_session(&self, tool: &str) {
-        let mut allowed = self.session_allowed.lock().unwrap_or_else(|e| e.into_inner());
-        if !allowed.iter().any(|r| r.tool == tool) {
-            allowed.push(Rule { tool: tool.to_string(), pattern: None });
-        }
-    }
 }
 
 /// The value at `pointer` in `input`, when it is a string (or a number or bool, as text).

@@ -70,7 +70,7 @@ fn open_dir(path: &Path) -> std::io::Result<std::fs::File> {
 /// `$TOOLHOST_WORKSPACE` are replaced) that names an existing file, or that contains a `/`
 /// (a path, whether or not it exists yet), relative to the workspace (the hooks' working
 /// directory) or absolute.
-pub(crate) fn hook_scripts(command: &str, workspace: &Path) -> Vec<PathBuf> {
+pub fn hook_scripts(command: &str, workspace: &Path) -> Vec<PathBuf> {
     let ws = workspace.display().to_string();
     let expanded = ["${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR", "${TOOLHOST_WORKSPACE}", "$TOOLHOST_WORKSPACE"]
         .iter()

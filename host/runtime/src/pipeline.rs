@@ -14,7 +14,7 @@ use crate::permission::{AskAnswer, AskRequest, claude_mode_name, decide, subject
 use crate::result::ContentBlock;
 use crate::result::{ToolResult, map_output};
 use crate::runtime::{LoadedTool, Runtime};
-use crate::session::Session;
+use crate::session::{ContextFull, Session, SessionView, growth};
 use crate::state::CallEnv;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -24,8 +24,12 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use toolhost_policy::{Decision, Request, SubjectKind};
 
-/// Context updates a call asks for, in order (`None` deletes).
-pub(crate) type Updates = Vec<(String, Option<String>)>;
+/// Context updates a call asks for, in order (`None` deletes), inside its tool's namespace.
+#[derive(Debug, Default)]
+pub(crate) struct Updates {
+    pub namespace: Arc<str>,
+    pub list: Vec<(String, Option<String>)>,
+}
 
 /// What a guest export may reach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,9 +81,20 @@ impl Runtime {
         access: Access,
         cancel: &CancellationToken,
     ) -> ToolResult {
-        let (result, updates) = self.run_one(tool_use, session.snapshot(), access, cancel).await;
-        session.apply(updates);
+        let (mut result, updates) = self.run_one(tool_use, session.view(), access, cancel).await;
+        self.apply_updates(session, updates, Some(&mut result));
         result
+    }
+
+    /// Apply one call's context updates to `session`. Updates that would pass the session's
+    /// bound are dropped whole, and the call's result (when not yet handed out) says so.
+    pub(crate) fn apply_updates(&self, session: &Session, updates: Updates, result: Option<&mut ToolResult>) {
+        if let Err(full) = session.apply(&updates.namespace, updates.list, self.max_context_bytes) {
+            match result {
+                Some(result) => *result = context_refused(result.clone(), &full),
+                None => tracing::warn!("context updates of a parallel call dropped: {full}"),
+            }
+        }
     }
 
     /// Whether a call may run beside other concurrency-safe calls: asked of the tool (with no
@@ -108,7 +123,7 @@ impl Runtime {
     pub(crate) async fn run_one(
         &self,
         tool_use: &ToolUse,
-        context: Arc<BTreeMap<String, String>>,
+        context: SessionView,
         access: Access,
         cancel: &CancellationToken,
     ) -> (ToolResult, Updates) {
@@ -120,10 +135,10 @@ impl Runtime {
                     OutcomeKind::UnknownTool,
                     format!("<tool_use_error>Error: No such tool available: {}</tool_use_error>", tool_use.name),
                 ),
-                Vec::new(),
+                Updates::default(),
             ),
             Some(_) if cancel.is_cancelled() => {
-                (ToolResult::error(&tool_use.id, OutcomeKind::Interrupted, INTERRUPTED), Vec::new())
+                (ToolResult::error(&tool_use.id, OutcomeKind::Interrupted, INTERRUPTED), Updates::default())
             }
             Some(tool) => self.run_tool(tool, tool_use, context, access, cancel).await,
         };
@@ -140,17 +155,18 @@ impl Runtime {
         &self,
         tool: &LoadedTool,
         tool_use: &ToolUse,
-        context: Arc<BTreeMap<String, String>>,
+        view: SessionView,
         access: Access,
         cancel: &CancellationToken,
     ) -> (ToolResult, Updates) {
+        let context = &view.context;
         let id = &tool_use.id;
         let name = &tool.info.name;
         // Borrowed unless a PreToolUse hook rewrites it: inputs may be large, calls many.
         let mut input_value = std::borrow::Cow::Borrowed(&tool_use.input);
-        let mut input = match self.checked(tool, tool_use, &context, cancel, &input_value, "").await {
+        let mut input = match self.checked(tool, tool_use, context, cancel, &input_value, "").await {
             Ok(input) => input,
-            Err(result) => return (result, Vec::new()),
+            Err(result) => return (result, Updates::default()),
         };
 
         // 5. PreToolUse hooks: may block, rewrite the input (checked again), add context, decide.
@@ -158,29 +174,29 @@ impl Runtime {
         let mut notes = context_notes(HookEvent::PreToolUse, name, &pre);
         if pre.decision == Some(Decision::Deny) {
             let reason = pre.reason.clone().unwrap_or_else(|| format!("PreToolUse:{name} hook blocked the call"));
-            return (with_notes(ToolResult::error(id, OutcomeKind::HookBlocked, reason), &notes), Vec::new());
+            return (with_notes(ToolResult::error(id, OutcomeKind::HookBlocked, reason), &notes), Updates::default());
         }
         if let Some(updated) = pre.updated_input {
             const REWRITTEN: &str = " (after a PreToolUse hook rewrote the input)";
-            input = match self.checked(tool, tool_use, &context, cancel, &updated, REWRITTEN).await {
+            input = match self.checked(tool, tool_use, context, cancel, &updated, REWRITTEN).await {
                 Ok(input) => input,
-                Err(result) => return (with_notes(result, &notes), Vec::new()),
+                Err(result) => return (with_notes(result, &notes), Updates::default()),
             };
             input_value = std::borrow::Cow::Owned(updated);
         }
 
         // 6. Permission.
-        let approved = match self.permit(tool, id, &input_value, pre.decision, cancel).await {
+        let approved = match self.permit(tool, id, &input_value, pre.decision, &view, cancel).await {
             Ok(approved) => approved,
-            Err(result) => return (with_notes(result, &notes), Vec::new()),
+            Err(result) => return (with_notes(result, &notes), Updates::default()),
         };
 
         if cancel.is_cancelled() {
-            return (ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED), Vec::new());
+            return (ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED), Updates::default());
         }
         // 7. Call.
         self.emit(|| Event::Start { id: id.clone(), tool: name.clone() });
-        let (result, updates) = self.call_tool(tool, tool_use, &context, access, cancel, &input, approved).await;
+        let (result, updates) = self.call_tool(tool, tool_use, &view, access, cancel, &input, approved).await;
 
         // 8. PostToolUse / PostToolUseFailure hooks.
         let post = if result.is_error {
@@ -227,7 +243,7 @@ impl Runtime {
         &self,
         tool: &LoadedTool,
         tool_use: &ToolUse,
-        context: &Arc<BTreeMap<String, String>>,
+        view: &SessionView,
         access: Access,
         cancel: &CancellationToken,
         input: &str,
@@ -235,13 +251,14 @@ impl Runtime {
     ) -> (ToolResult, Updates) {
         let id = &tool_use.id;
         let name = &tool.info.name;
-        let output = match self.invoke(tool, tool_use, context, access, cancel, Export::Call(input), approved).await {
-            Ok(Returned::Call(Ok(output))) => output,
-            Ok(Returned::Call(Err(e))) => return (tool_error(id, name, e, false), Vec::new()),
-            Ok(Returned::CallLimited(e)) => return (tool_error(id, name, e, true), Vec::new()),
-            Ok(_) => unreachable!("call returns a call result"),
-            Err(f) => return (failure(id, f, "call"), Vec::new()),
-        };
+        let output =
+            match self.invoke(tool, tool_use, &view.context, access, cancel, Export::Call(input), approved).await {
+                Ok(Returned::Call(Ok(output))) => output,
+                Ok(Returned::Call(Err(e))) => return (tool_error(id, name, e, false), Updates::default()),
+                Ok(Returned::CallLimited(e)) => return (tool_error(id, name, e, true), Updates::default()),
+                Ok(_) => unreachable!("call returns a call result"),
+                Err(f) => return (failure(id, f, "call"), Updates::default()),
+            };
 
         let size: usize = output
             .content
@@ -261,12 +278,19 @@ impl Runtime {
                 "Tool {name} returned {size} bytes, more than its limit of {} (max_output_bytes).",
                 tool.limits.max_output_bytes
             );
-            return (ToolResult::error(id, OutcomeKind::OutputLimit, message), Vec::new());
+            return (ToolResult::error(id, OutcomeKind::OutputLimit, message), Updates::default());
         }
-        let updates = output.context_updates.into_iter().map(|u| (u.key, u.value)).collect();
+        let list: Vec<_> = output.context_updates.into_iter().map(|u| (u.key, u.value)).collect();
+        let namespace = tool.context_namespace.clone();
+        let would = view.bytes.saturating_add_signed(growth(&view.context, &namespace, &list));
+        let refused = (would > view.bytes && would > self.max_context_bytes)
+            .then_some(ContextFull { would, limit: self.max_context_bytes });
         match map_output(name, id, output.content, tool.limits.max_result_chars, &self.spill) {
-            Ok(result) => (result, updates),
-            Err(message) => (ToolResult::error(id, OutcomeKind::Failed, message), Vec::new()),
+            Ok(result) => match refused {
+                Some(full) => (context_refused(result, &full), Updates::default()),
+                None => (result, Updates { namespace, list }),
+            },
+            Err(message) => (ToolResult::error(id, OutcomeKind::Failed, message), Updates::default()),
         }
     }
 
@@ -278,6 +302,7 @@ impl Runtime {
         id: &str,
         input: &Value,
         hook: Option<Decision>,
+        view: &SessionView,
         cancel: &CancellationToken,
     ) -> Result<Vec<PathBuf>, ToolResult> {
         let name = &tool.info.name;
@@ -327,7 +352,7 @@ impl Runtime {
             guard = self.permissions.ask_lock.lock() => guard,
             _ = cancel.cancelled() => return Err(ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED)),
         };
-        if guarded.is_none() && self.permissions.session_allows(name, &self.workspace) {
+        if guarded.is_none() && view.allows(name) {
             return Ok(Vec::new());
         }
         let request = AskRequest {
@@ -369,7 +394,7 @@ impl Runtime {
             }
             AskAnswer::AllowAlways => {
                 asked("allow_always");
-                self.permissions.allow_for_session(name);
+                view.allow(name);
                 Ok(Vec::new())
             }
             AskAnswer::Deny(why) => {
@@ -509,6 +534,7 @@ impl Runtime {
         };
         let call_env = CallEnv {
             context: context.clone(),
+            namespace: tool.context_namespace.clone(),
             workspace_json: self.workspace_json.clone(),
             progress: self
                 .events
@@ -564,6 +590,14 @@ fn context_notes(event: HookEvent, tool: &str, combined: &Combined) -> Vec<Strin
 }
 
 /// The result with hook notes appended as text blocks (error results stay one text block).
+/// A call whose context updates were refused: an error (the model must not believe a later
+/// call will see them), keeping what the tool said.
+fn context_refused(mut result: ToolResult, full: &ContextFull) -> ToolResult {
+    result.is_error = true;
+    result.outcome = OutcomeKind::OutputLimit;
+    with_notes(result, &[full.to_string()])
+}
+
 fn with_notes(mut result: ToolResult, notes: &[String]) -> ToolResult {
     if notes.is_empty() {
         return result;

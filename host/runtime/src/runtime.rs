@@ -39,6 +39,9 @@ pub struct LoadedTool {
     pub effective_read_only: EffectiveGrant,
     /// Its limits.
     pub limits: Limits,
+    /// What its grant allows that the operator may not have meant (`env = ["*"]`, `net =
+    /// ["*"]`, writes outside the workspace, a hook script it may write), one line each.
+    pub warnings: Vec<String>,
     /// Whether everything it is granted lies inside the workspace (for the permission check of
     /// calls without a path subject).
     pub(crate) grant_inside_workspace: bool,
@@ -50,8 +53,24 @@ pub struct LoadedTool {
     pub(crate) own_policy: Option<Arc<PathPolicy>>,
     /// Whether reads can be refused for this tool (some deny rule concerns reading).
     pub(crate) check_reads: bool,
+    /// Where its context keys live: its own namespace, or the embedded tools' shared one.
+    pub(crate) context_namespace: Arc<str>,
     pub(crate) pre: PluginPre<HostState>,
     pub(crate) pure_pool: crate::invoke::PurePool,
+}
+
+impl LoadedTool {
+    /// The context namespace its keys live in (see [`crate::Session::get`]).
+    pub fn context_namespace(&self) -> &str {
+        &self.context_namespace
+    }
+}
+
+/// A tool compiled and described, not yet registered.
+struct Prepared {
+    compiled: loader::Compiled,
+    info: ToolInfo,
+    validator: jsonschema::Validator,
 }
 
 impl std::fmt::Debug for LoadedTool {
@@ -217,6 +236,7 @@ impl RuntimeBuilder {
             rules,
             ..Permissions::default()
         };
+        let max_context_bytes = self.config.limits_for("").max_context_bytes;
         let command_hooks = CommandHooks::from_config(&self.config.hooks, workspace.clone());
         let mut extra_roots = Vec::new();
         for file in self.config.tls.ca_files() {
@@ -243,6 +263,7 @@ impl RuntimeBuilder {
             fs_policy: Arc::new(fs_policy),
             events: self.events,
             max_concurrency,
+            max_context_bytes,
             tools: BTreeMap::new(),
         })
     }
@@ -266,6 +287,8 @@ pub struct Runtime {
     pub(crate) spill: SpillDir,
     pub(crate) events: Option<EventSink>,
     pub(crate) max_concurrency: usize,
+    /// The bound of each session's context (`limits.max_context_bytes`).
+    pub(crate) max_context_bytes: usize,
     pub(crate) tools: BTreeMap<String, Arc<LoadedTool>>,
     pub(crate) permissions: Permissions,
     pub(crate) command_hooks: CommandHooks,
@@ -300,6 +323,12 @@ impl Runtime {
         &self.workspace
     }
 
+    /// The most calls of a parallel batch that run at once (`limits.max_concurrency`, or the
+    /// builder's value).
+    pub fn max_concurrency(&self) -> usize {
+        self.max_concurrency
+    }
+
     /// The permission mode in force.
     pub fn permission_mode(&self) -> Mode {
         self.permissions.mode
@@ -329,15 +358,82 @@ impl Runtime {
     /// Load a tool and register it under the name its schema gives. Its grant is the config's
     /// `[tools.NAME].grant`, or the default grant; its limits come from the config.
     ///
+    /// Before anything is done with the bytes, their sha256 is checked against the source's pin
+    /// and the config's `[tools.NAME] sha256` when the name is known (an embedded tool, a
+    /// source [`with_name`](ToolSource::with_name)); a tool whose name comes only from its own
+    /// schema is checked against a pin for that name after `schema` ran (with no capabilities).
+    /// `schema` runs under `limits.load_timeout_ms` (default 5 s), once per component digest
+    /// and toolhost build: its answer, or its failure, is kept with the compiled code.
+    ///
     /// # Errors
     ///
     /// [`Error::Load`] with a message naming the source for bytes that are not a tool of this
-    /// world, a failing `schema` export, a bad schema or a sha256 mismatch;
+    /// world, a failing `schema` export, a bad schema, a sha256 mismatch, a name other than
+    /// the one required, or a name the config gives to another file;
     /// [`Error::Duplicate`] if the name is taken (the loaded tool stays).
     pub async fn load(&mut self, source: ToolSource) -> Result<String> {
-        let compiled = loader::compile(&self.engine, &source, self.cache.as_ref()).await?;
-        let (info, validator) = loader::read_schema(&self.engine, &compiled, &source, &self.workspace).await?;
+        let prepared = self.prepare(&source).await?;
+        self.register(source, prepared)
+    }
+
+    /// Load many tools at once: compiled and described in parallel (so a tool that hangs at
+    /// load delays the others by nothing but its own deadline), then registered in the order
+    /// given, as [`Runtime::load`] would one by one. One result per source, in order.
+    pub async fn load_all(&mut self, sources: Vec<ToolSource>) -> Vec<Result<String>> {
+        let prepared = {
+            let this = &*self;
+            futures::future::join_all(sources.iter().map(|s| this.prepare(s))).await
+        };
+        sources
+            .into_iter()
+            .zip(prepared)
+            .map(|(source, prepared)| prepared.and_then(|p| self.register(source, p)))
+            .collect()
+    }
+
+    /// Check the bytes (and pins) before anything else, compile and describe.
+    async fn prepare(&self, source: &ToolSource) -> Result<Prepared> {
+        let known = source.known_name();
+        let config_pin = known.and_then(|n| self.config.tools.get(n)).and_then(|t| t.sha256.as_ref());
+        if let (Some(pin), Some(want)) = (config_pin, &source.expected_sha256)
+            && !pin.get_ref().eq_ignore_ascii_case(want)
+        {
+            return Err(source.err(format!("two pins disagree: {} and {want}", pin.get_ref())));
+        }
+        let pin = source.expected_sha256.as_deref().or(config_pin.map(|p| p.get_ref().as_str()));
+        let sha256 = loader::check_bytes(source, pin)?;
+        let compiled = loader::compile(&self.engine, source, sha256, self.cache.as_ref()).await?;
+        let limits = self.config.limits_for(known.unwrap_or(""));
+        let (info, validator) = loader::describe(&self.engine, &compiled, source, &limits, self.cache.as_ref()).await?;
+        Ok(Prepared { compiled, info, validator })
+    }
+
+    /// Check a prepared tool against the config and the tools already loaded, and register it.
+    fn register(&mut self, source: ToolSource, prepared: Prepared) -> Result<String> {
+        let Prepared { compiled, info, validator } = prepared;
         let name = info.name.clone();
+        let load_error = |message: String| Error::Load { origin: source.origin.to_string(), message };
+        if let Some(expected) = &source.expected_name
+            && *expected != name
+        {
+            let message = format!("the file declares a tool named {name:?}, not {expected:?}; not loaded");
+            return Err(load_error(self.config.tool_error(expected, &message).to_string()));
+        }
+        // A `[tools.NAME]` with a path owns NAME (and its grant): no other file takes it over,
+        // whether or not that path loaded.
+        if let Some(path) = self.config.tools.get(&name).and_then(|t| t.path.as_ref()) {
+            let same =
+                |a: &Path, b: &Path| a.canonicalize().ok().is_some_and(|a| b.canonicalize().is_ok_and(|b| a == b));
+            let is_that_file = matches!(&source.origin, Origin::File(file) if same(file, path.get_ref()));
+            if !is_that_file {
+                let message = format!(
+                    "{} declares the tool name {name:?}, which [tools.{name}] gives to {}; not loaded (rename one of them)",
+                    source.origin,
+                    path.get_ref().display()
+                );
+                return Err(load_error(self.config.tool_error(&name, &message).to_string()));
+            }
+        }
         if let Some(existing) = self.tools.get(&name) {
             return Err(Error::Duplicate {
                 origin: source.origin.to_string(),
@@ -345,7 +441,6 @@ impl Runtime {
                 existing: existing.origin.to_string(),
             });
         }
-        let load_error = |message: String| Error::Load { origin: source.origin.to_string(), message };
         // `read-only` is a promise the host keeps for the tool (MCP's readOnlyHint, plan mode,
         // no asks in default mode): a tool cannot both make it and ask to write.
         if info.read_only
@@ -389,6 +484,7 @@ impl Runtime {
         }
         let grant = tool_config.and_then(|t| t.grant().cloned()).unwrap_or_else(|| self.default_grant.clone());
         let mut effective = effective_grant(&info.capabilities, &grant, &self.workspace);
+        effective.allow_private_network = tool_config.is_some_and(|t| t.allow_private_network);
         if info.read_only {
             effective = effective.read_only();
         }
@@ -434,7 +530,13 @@ impl Runtime {
         let limits = self.config.limits_for(&name);
         let grant_inside_workspace =
             effective.net.is_empty() && effective.dirs.iter().all(|d| d.path.starts_with(&self.workspace));
+        let mut warnings = toolhost_policy::grant_warnings(&effective, &self.workspace);
+        warnings.extend(self.hook_scripts().iter().filter_map(|s| toolhost_policy::hook_script_warning(&effective, s)));
+        let context_namespace: Arc<str> =
+            Arc::from(source.context_namespace.clone().unwrap_or_else(|| crate::session::tool_namespace(&name)));
         let tool = LoadedTool {
+            context_namespace,
+            warnings,
             grant_inside_workspace,
             info,
             origin: source.origin.clone(),
@@ -453,6 +555,20 @@ impl Runtime {
         };
         self.tools.insert(name.clone(), Arc::new(tool));
         Ok(name)
+    }
+}
+
+impl Runtime {
+    /// The files the config's hook commands run (see [`hook_scripts`]).
+    fn hook_scripts(&self) -> Vec<PathBuf> {
+        let hooks = &self.config.hooks;
+        hooks
+            .pre_tool_use
+            .iter()
+            .chain(&hooks.post_tool_use)
+            .chain(&hooks.post_tool_use_failure)
+            .flat_map(|h| hook_scripts(h.command.get_ref(), &self.workspace))
+            .collect()
     }
 }
 

@@ -31,6 +31,8 @@ pub(crate) enum Interrupt {
 pub(crate) struct CallEnv {
     /// The session's context map as it was when the call started.
     pub context: Arc<BTreeMap<String, String>>,
+    /// The calling tool's context namespace: it reads only keys there.
+    pub namespace: Arc<str>,
     /// The workspace path as JSON text, answered for [`crate::WORKSPACE_KEY`].
     pub workspace_json: Arc<str>,
     /// Where progress goes, with the call's id and tool name.
@@ -159,6 +161,6 @@ impl HostImports for HostState {
         if key == crate::session::WORKSPACE_KEY {
             return Some(self.env.workspace_json.to_string());
         }
-        self.env.context.get(&key).cloned()
+        self.env.context.get(&format!("{}/{key}", self.env.namespace)).cloned()
     }
 }

@@ -3,7 +3,6 @@
 use crate::setup::{self, GlobalArgs};
 use anyhow::{Context, Result};
 use clap::Args;
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
 use toolhost::{ContentBlock, Session, ToolUse};
@@ -46,16 +45,20 @@ impl CallCommand {
         let session = match &self.session {
             Some(path) if path.symlink_metadata().is_ok() => {
                 let text = setup::read_own_file(path).with_context(|| format!("reading session {}", path.display()))?;
-                let map: BTreeMap<String, String> = serde_json::from_str(&text)
-                    .with_context(|| format!("session file {} is not a JSON object of strings", path.display()))?;
-                Session::from_map(map)
+                let saved: toolhost::SavedSession = serde_json::from_str(&text).with_context(|| {
+                    format!(
+                        "session file {} is not a toolhost session (an object with `context` and `allowed`)",
+                        path.display()
+                    )
+                })?;
+                Session::restore(saved)
             }
             _ => Session::new(),
         };
         let cancel = setup::cancel_on_signal();
         let result = loaded.runtime.call_cancellable(&session, &ToolUse::new(self.id, self.tool, input), &cancel).await;
         if let Some(path) = &self.session {
-            let text = serde_json::to_string_pretty(&session.to_map())?;
+            let text = serde_json::to_string_pretty(&session.save())?;
             setup::replace_file(path, text.as_bytes())
                 .with_context(|| format!("writing session {}", path.display()))?;
         }

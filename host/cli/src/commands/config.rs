@@ -6,8 +6,10 @@ use crate::setup::{self, GlobalArgs};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use toolhost::policy::{Capability, Config, ConfigError, grant_excess};
+use std::path::{Path, PathBuf};
+use toolhost::policy::{
+    Capability, Config, ConfigError, Grant, effective_grant, grant_excess, grant_warnings, hook_script_warning,
+};
 use toolhost::{EngineOptions, ToolEngine, ToolSource};
 
 #[derive(Args, Debug)]
@@ -101,6 +103,10 @@ impl CheckCommand {
             }
         }
 
+        for warning in broad_grants(&config, &tools, &workspace) {
+            eprintln!("{warning}");
+        }
+
         if errors.is_empty() {
             let rules = config.permissions.allow.len() + config.permissions.ask.len() + config.permissions.deny.len();
             let h = &config.hooks;
@@ -167,24 +173,6 @@ async fn find_tools(
             }
         }
     }
-    for dir in &global.tools {
-        for file in crate::setup::wasm_files(dir)? {
-            let source = match ToolSource::file(&file) {
-                Ok(s) => s,
-                Err(e) => {
-                    eprintln!("warning: {e}");
-                    continue;
-                }
-            };
-            match inspect(&source).await {
-                Ok(i) => {
-                    let (name, f) = found(i, source.origin.to_string());
-                    add(name, f);
-                }
-                Err(e) => eprintln!("warning: {e}"),
-            }
-        }
-    }
     for (name, tool) in &config.tools {
         // A path that is not a file was reported by the config check.
         let Some(path) = tool.path.as_ref().filter(|p| p.get_ref().is_file()) else { continue };
@@ -196,6 +184,23 @@ async fn find_tools(
                 continue;
             }
         };
+        // A pinned file that does not match is not compiled, nor its `schema` run.
+        let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&source.bytes));
+        if let Some(pin) = &tool.sha256
+            && !pin.get_ref().eq_ignore_ascii_case(&sha256)
+        {
+            if pin.get_ref().len() == 64 && pin.get_ref().bytes().all(|b| b.is_ascii_hexdigit()) {
+                errors.push(config.error_at(
+                    pin.span().start,
+                    format!(
+                        "tools.{name}.sha256: the config pins {}, but {} has {sha256}; it would not load",
+                        pin.get_ref(),
+                        path.get_ref().display()
+                    ),
+                ));
+            }
+            continue;
+        }
         match inspect(&source).await {
             Ok(i) if i.info.name != *name => {
                 errors.push(at(format!("{} is a tool named {}, not {name}", path.get_ref().display(), i.info.name)));
@@ -207,7 +212,82 @@ async fn find_tools(
             Err(e) => errors.push(at(format!("not a tool: {e}"))),
         }
     }
+    for dir in &global.tools {
+        for file in crate::setup::wasm_files(dir)? {
+            let source = match ToolSource::file(&file) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("warning: {e}");
+                    continue;
+                }
+            };
+            match inspect(&source).await {
+                // A `[tools.NAME] path` owns NAME: a tools directory cannot take it over.
+                Ok(i) if config.tools.get(&i.info.name).is_some_and(|t| t.path.is_some()) => {
+                    let name = &i.info.name;
+                    let owner = config.tools[name].path.as_ref().map(|p| p.get_ref().display().to_string());
+                    errors.push(config.tool_error(
+                        name,
+                        &format!(
+                            "{} declares the tool name {name:?}, which [tools.{name}] gives to {}; it would not load \
+                             (rename one of them)",
+                            file.display(),
+                            owner.unwrap_or_default()
+                        ),
+                    ));
+                }
+                Ok(i) => {
+                    let (name, f) = found(i, source.origin.to_string());
+                    add(name, f);
+                }
+                Err(e) => eprintln!("warning: {e}"),
+            }
+        }
+    }
     Ok(tools)
+}
+
+/// A warning line (`FILE:LINE:COLUMN: warning: tools.NAME.grant: …`) for every configured
+/// grant broader than an operator usually means, as the tool would get it, and for hook
+/// scripts inside a directory some tool may write (the default grant included).
+fn broad_grants(config: &Config, tools: &BTreeMap<String, Found>, workspace: &Path) -> Vec<String> {
+    let warn = |e: ConfigError| format!("{}:{}:{}: warning: {}", e.file.display(), e.line, e.column, e.message);
+    let mut lines = Vec::new();
+    // Each script with the position of the command that runs it.
+    let scripts: Vec<(PathBuf, usize)> = {
+        let h = &config.hooks;
+        h.pre_tool_use
+            .iter()
+            .chain(&h.post_tool_use)
+            .chain(&h.post_tool_use_failure)
+            .flat_map(|hook| {
+                let at = hook.command.span().start;
+                toolhost::hook_scripts(hook.command.get_ref(), workspace).into_iter().map(move |s| (s, at))
+            })
+            .collect()
+    };
+    let mut warned_scripts = std::collections::BTreeSet::new();
+    for (name, found) in tools {
+        let tool = config.tools.get(name);
+        let grant = tool.and_then(|t| t.grant()).cloned().unwrap_or_else(Grant::workspace_read_write);
+        let mut effective = effective_grant(&found.ceiling, &grant, workspace);
+        effective.allow_private_network = tool.is_some_and(|t| t.allow_private_network);
+        let at = |message: String| match tool.and_then(|t| t.grant.as_ref()) {
+            Some(g) => config.error_at(g.span().start, format!("tools.{name}.grant: {message}")),
+            None => config.tool_error(name, &message),
+        };
+        if tool.is_some() {
+            lines.extend(grant_warnings(&effective, workspace).into_iter().map(|w| warn(at(w))));
+        }
+        for (script, at) in &scripts {
+            if let Some(w) = hook_script_warning(&effective, script)
+                && warned_scripts.insert(script.clone())
+            {
+                lines.push(warn(config.error_at(*at, format!("hooks: tool {name} (and maybe others): {w}"))));
+            }
+        }
+    }
+    lines
 }
 
 /// `1 error`, `3 errors`.

@@ -53,6 +53,7 @@ impl ListCommand {
                         "sha256": t.sha256,
                         "size": t.size,
                         "limits": t.limits,
+                        "warnings": t.warnings,
                     })
                 })
                 .collect();
@@ -71,6 +72,9 @@ impl ListCommand {
                 let asked = t.grant.capabilities(rt.workspace());
                 if !same(&asked, &t.effective.capabilities()) {
                     crate::output::outln!("  grant ({}): {}", grant_from(&t.info.name), caps(&asked));
+                }
+                for warning in &t.warnings {
+                    crate::output::outln!("  warning: {warning}");
                 }
             }
             if !loaded.load_errors.is_empty() {

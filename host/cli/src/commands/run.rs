@@ -61,7 +61,18 @@ impl RunCommand {
                 }
             })
             .await;
-        reader.await.context("the input reader failed")??;
+        // A failed read still prints every result of the blocks read before it.
+        match reader.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                eprintln!("error: {e:#}");
+                problems.fetch_add(1, Ordering::SeqCst);
+            }
+            Err(e) => {
+                eprintln!("error: the input reader failed: {e}");
+                problems.fetch_add(1, Ordering::SeqCst);
+            }
+        }
         if !jsonl {
             outln!("{}", serde_json::to_string(&json!({"role": "user", "content": results}))?);
         }
@@ -75,6 +86,26 @@ impl RunCommand {
     }
 }
 
+/// Lines of the input as they arrive, numbered from 1; a line that is not UTF-8 is `None`
+/// (reported by its number, it never ends the input).
+struct NumberedLines {
+    reader: BufReader<Box<dyn tokio::io::AsyncRead + Unpin + Send>>,
+    n: usize,
+}
+
+impl NumberedLines {
+    async fn next(&mut self) -> Result<Option<(usize, Option<String>)>> {
+        let mut buf = Vec::new();
+        if self.reader.read_until(b'\n', &mut buf).await.context("reading the input")? == 0 {
+            return Ok(None);
+        }
+        self.n += 1;
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        Ok(Some((self.n, String::from_utf8(line.to_vec()).ok())))
+    }
+}
+
 /// Read the input and submit its blocks. A first line that is a whole `tool_use` block means
 /// JSONL: every line is submitted as soon as it is read. Otherwise the input is one JSON
 /// document (an assistant message, a response object, a block or an array of blocks).
@@ -83,50 +114,69 @@ async fn feed(
     tx: mpsc::Sender<Submission>,
     problems: Arc<AtomicUsize>,
 ) -> Result<()> {
-    let mut lines = BufReader::new(input).lines();
+    let mut lines = NumberedLines { reader: BufReader::new(input), n: 0 };
     let mut report = |p: String| {
         eprintln!("error: {p}");
         problems.fetch_add(1, Ordering::SeqCst);
     };
-    let mut first: Option<String> = None;
-    while let Some(line) = lines.next_line().await.context("reading the input")? {
-        if !line.trim().is_empty() {
-            first = Some(line);
-            break;
+    let not_utf8 = |n: usize| format!("line {n}: not UTF-8 text; it has no id to answer");
+    // Leading blank lines are kept (as empty lines) so that every message names the right line.
+    let mut text = String::new();
+    let first = loop {
+        match lines.next().await? {
+            None => return Ok(()),
+            Some((_, Some(l))) if l.trim().is_empty() => text.push('\n'),
+            Some(numbered) => break numbered,
         }
-    }
-    let Some(first) = first else { return Ok(()) };
+    };
     let is_block = |l: &str| {
         serde_json::from_str::<Value>(l).is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("tool_use"))
     };
     let mut entries = Vec::new();
-    if is_block(&first) {
-        let mut n = 1;
+    if first.1.as_deref().is_some_and(is_block) {
         let mut line = Some(first);
-        while let Some(l) = line {
-            if !l.trim().is_empty() {
-                let at = format!("line {n}");
-                match serde_json::from_str::<Value>(&l) {
-                    Ok(block) => push_block(&block, &at, &mut entries, &mut report),
-                    Err(e) => report(format!("{at}: not JSON ({e}); it has no id to answer")),
-                }
-                for e in entries.drain(..) {
-                    if tx.send(e).await.is_err() {
-                        return Ok(());
+        while let Some((n, l)) = line {
+            match l {
+                None => report(not_utf8(n)),
+                Some(l) if l.trim().is_empty() => {}
+                Some(l) => {
+                    let at = format!("line {n}");
+                    match serde_json::from_str::<Value>(&l) {
+                        Ok(block) => push_block(&block, &at, &mut entries, &mut report),
+                        Err(e) => report(format!("{at}: not JSON ({e}); it has no id to answer")),
                     }
                 }
             }
-            n += 1;
-            line = lines.next_line().await.context("reading the input")?;
+            for e in entries.drain(..) {
+                if tx.send(e).await.is_err() {
+                    return Ok(());
+                }
+            }
+            line = lines.next().await?;
         }
         return Ok(());
     }
-    let mut text = first;
-    while let Some(l) = lines.next_line().await.context("reading the input")? {
+    // One document: a line that is not UTF-8 is reported, and the rest is then read line by
+    // line (the document as a whole is broken, and guessing around the gap could run blocks
+    // it never held).
+    let mut broken = false;
+    let mut line = Some(first);
+    while let Some((n, l)) = line {
+        match l {
+            Some(l) => text.push_str(&l),
+            None => {
+                report(not_utf8(n));
+                broken = true;
+            }
+        }
         text.push('\n');
-        text.push_str(&l);
+        line = lines.next().await?;
     }
-    parse_document(&text, &mut entries, &mut report);
+    if broken {
+        parse_lines(&text, &mut entries, &mut report);
+    } else {
+        parse_document(&text, &mut entries, &mut report);
+    }
     for e in entries {
         if tx.send(e).await.is_err() {
             break;
@@ -156,17 +206,20 @@ fn parse_document(text: &str, entries: &mut Vec<Submission>, report: &mut impl F
                 push_block(block, &format!("[{i}]"), entries, report);
             }
         }
-        _ => {
-            for (n, line) in text.lines().enumerate() {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let at = format!("line {}", n + 1);
-                match serde_json::from_str::<Value>(line) {
-                    Ok(block) => push_block(&block, &at, entries, report),
-                    Err(e) => report(format!("{at}: not JSON ({e}); it has no id to answer")),
-                }
-            }
+        _ => parse_lines(text, entries, report),
+    }
+}
+
+/// Each line of `text` as one block (numbered from 1; blank lines skipped).
+fn parse_lines(text: &str, entries: &mut Vec<Submission>, report: &mut impl FnMut(String)) {
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("line {}", n + 1);
+        match serde_json::from_str::<Value>(line) {
+            Ok(block) => push_block(&block, &at, entries, report),
+            Err(e) => report(format!("{at}: not JSON ({e}); it has no id to answer")),
         }
     }
 }
@@ -190,3 +243,6 @@ fn push_block(block: &Value, at: &str, entries: &mut Vec<Submission>, report: &m
     };
     entries.push(entry);
 }
+
+#[cfg(test)]
+mod props;

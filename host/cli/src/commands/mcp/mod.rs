@@ -1,15 +1,20 @@
 //! `toolhost mcp`: every loaded tool as an MCP server, over stdio (default) or streamable HTTP
-//! (`--http ADDR`, loopback only). Calls go through the whole pipeline (schema, validate, hooks,
+//! (`--http ADDR`, loopback only, every request authenticated with a bearer token: see
+//! [`http`] and [`token`]). Calls go through the whole pipeline (schema, validate, hooks,
 //! permissions, sandbox, limits); any failure is a result with `isError`, never a JSON-RPC
 //! error. Asks go to the client through elicitation when it supports it, else are denials
-//! naming the rule to add. A changed `--tools` directory or config file is reloaded and the
-//! clients are sent `notifications/tools/list_changed`. stdout carries only the protocol; logs
-//! go to stderr.
+//! naming the rule to add; "allow for this session" holds for that MCP session only. Calls of
+//! every connection together run at most `max_concurrency` at once, in arrival order
+//! ([`schedule`]); a session with [`server::MAX_QUEUED_PER_SESSION`] calls waiting gets a
+//! JSON-RPC error for the next. A changed `--tools` directory or config file is reloaded and
+//! the clients are sent `notifications/tools/list_changed`. stdout carries only the protocol;
+//! logs go to stderr.
 
 mod http;
 pub mod schedule;
 mod server;
 pub mod stdio;
+mod token;
 
 use crate::setup::{self, GlobalArgs};
 use anyhow::{Context, Result};
@@ -22,9 +27,24 @@ use std::time::{Duration, SystemTime};
 #[derive(Args, Debug)]
 pub struct McpCommand {
     /// Serve streamable HTTP on ADDR (HOST:PORT or PORT; loopback only, e.g. 127.0.0.1:8765)
-    /// at the path /mcp, instead of stdio.
+    /// at the path /mcp, instead of stdio. Every request needs `Authorization: Bearer TOKEN`;
+    /// the file holding the token is named on stderr at startup.
     #[arg(long, value_name = "ADDR")]
     http: Option<String>,
+    /// With --http: the bearer token is in FILE (mode 0600, this user's), or is generated into
+    /// a new FILE if there is none. Default: $TOOLHOST_MCP_TOKEN, else a new token at every
+    /// start in $XDG_RUNTIME_DIR/toolhost/ (or the cache directory).
+    #[arg(long, value_name = "FILE", requires = "http", conflicts_with = "no_auth")]
+    token_file: Option<PathBuf>,
+    /// With --http: also accept requests from web pages of ORIGIN (e.g. http://localhost:3000;
+    /// repeatable). Pages of the server's own origin, and requests without an Origin, are
+    /// always accepted.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
+    /// With --http: accept requests without the bearer token. Any program on this machine can
+    /// then call the tools.
+    #[arg(long, requires = "http")]
+    no_auth: bool,
 }
 
 /// How often the tools directories and the config file are checked for changes.
@@ -35,12 +55,26 @@ impl McpCommand {
         let routes = Arc::new(Routes::default());
         let events = server::event_sink(routes.clone());
         let decider: Arc<dyn toolhost::PermissionDecider> = Arc::new(ElicitDecider { routes: routes.clone() });
+        let mut global = global.clone();
+        if let Some(path) = &self.token_file {
+            // A tool that could write it would choose the next start's token.
+            global.protect.push((path.clone(), "the MCP bearer token file".into()));
+        }
+        let global = &global;
         let loaded = setup::load_with(global, events.clone(), Some(decider.clone())).await?;
-        let shared = Shared::new(global.clone(), loaded.runtime, routes);
+        let limit = loaded.runtime.max_concurrency();
+        let shared = Shared::new(global.clone(), loaded.runtime, routes, limit);
         let watcher = tokio::spawn(watch(shared.clone(), events, decider));
         let served = match &self.http {
             None => serve_stdio(shared).await,
-            Some(addr) => http::serve(shared, addr).await,
+            Some(addr) => {
+                let options = http::Options {
+                    token_file: self.token_file.clone(),
+                    allow_origins: self.allow_origin.clone(),
+                    no_auth: self.no_auth,
+                };
+                http::serve(shared, addr, options).await
+            }
         };
         watcher.abort();
         served.map(|()| 0)
@@ -106,7 +140,8 @@ async fn watch(shared: Arc<Shared>, events: toolhost::EventSink, decider: Arc<dy
             Ok(reloaded) => {
                 let before = serde_json::to_value(server::tool_list(&shared.runtime())).ok();
                 let after = serde_json::to_value(server::tool_list(&reloaded.runtime)).ok();
-                shared.replace_runtime(reloaded.runtime);
+                let limit = reloaded.runtime.max_concurrency();
+                shared.replace_runtime(reloaded.runtime, limit);
                 tracing::info!("tools reloaded");
                 if before != after {
                     shared.notify_tools_changed();

@@ -1,7 +1,8 @@
 //! Arrival-order scheduling of `tools/call` requests, as Claude Code runs a turn's calls:
-//! concurrency-safe calls run side by side, any other call runs alone, and no call overtakes
-//! one that arrived before it (a safe call waits for an earlier unsafe one, and the other way
-//! round). Like a fair read-write lock whose mode is known only once the call is classified.
+//! concurrency-safe calls run side by side, at most the runtime's `max_concurrency` of them at
+//! once, any other call runs alone, and no call overtakes one that arrived before it (a safe
+//! call waits for an earlier unsafe one, and the other way round). Like a fair read-write lock
+//! whose mode is known only once the call is classified, with a bounded number of readers.
 //!
 //! A call takes a [`Ticket`] when it arrives (on stdio, when its line is read, so the order is
 //! the wire order), is classified (`is-concurrency-safe`), then waits for its turn with
@@ -13,17 +14,17 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 /// The queue of calls of one server (shared by every connection: they share the workspace).
-#[derive(Default)]
 pub struct Scheduler {
     state: Mutex<State>,
 }
 
-#[derive(Default)]
 struct State {
     next: u64,
     queue: VecDeque<Entry>,
     running_safe: usize,
     running_unsafe: bool,
+    /// The most calls running at once (at least 1).
+    limit: usize,
 }
 
 struct Entry {
@@ -57,8 +58,23 @@ pub struct Running {
 }
 
 impl Scheduler {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Scheduler::default())
+    /// A queue that runs at most `max_concurrency` calls at once (0 counts as 1).
+    pub fn new(max_concurrency: usize) -> Arc<Self> {
+        let state = State {
+            next: 0,
+            queue: VecDeque::new(),
+            running_safe: 0,
+            running_unsafe: false,
+            limit: max_concurrency.max(1),
+        };
+        Arc::new(Scheduler { state: Mutex::new(state) })
+    }
+
+    /// Change the limit (a reload may change `max_concurrency`). Calls already running go on;
+    /// new ones are admitted under the new limit.
+    pub fn set_limit(self: &Arc<Self>, max_concurrency: usize) {
+        self.lock().limit = max_concurrency.max(1);
+        self.pump();
     }
 
     /// A place at the end of the queue.
@@ -83,7 +99,7 @@ impl Scheduler {
             while let Some(front) = state.queue.front() {
                 let safe = match front.kind {
                     Kind::Pending => break,
-                    Kind::Safe if !state.running_unsafe => true,
+                    Kind::Safe if !state.running_unsafe && state.running_safe < state.limit => true,
                     Kind::Unsafe if !state.running_unsafe && state.running_safe == 0 => false,
                     _ => break,
                 };
@@ -117,8 +133,9 @@ impl Scheduler {
 }
 
 impl Ticket {
-    /// Wait until the call may run: `safe` calls beside other safe calls, others alone, and
-    /// never before a call that arrived earlier. Dropping the future gives the place up.
+    /// Wait until the call may run: `safe` calls beside other safe calls (up to the limit),
+    /// others alone, and never before a call that arrived earlier. Dropping the future gives the
+    /// place up.
     pub async fn admit(self, safe: bool) -> Running {
         let (tx, rx) = oneshot::channel();
         let scheduler = self.0.scheduler.clone();
@@ -167,7 +184,7 @@ mod tests {
 
     #[tokio::test]
     async fn safe_calls_run_together_and_an_unsafe_one_alone_in_arrival_order() {
-        let s = Scheduler::new();
+        let s = Scheduler::new(10);
         let (a, b, c, d) = (s.ticket(), s.ticket(), s.ticket(), s.ticket());
         let ra = admitted_soon(a.admit(true)).await.expect("first safe call runs");
         let rb = admitted_soon(b.admit(true)).await.expect("second safe call runs beside it");
@@ -186,8 +203,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn no_more_safe_calls_run_than_the_limit_and_the_next_waits_in_order() {
+        let s = Scheduler::new(2);
+        let (a, b, c, d) = (s.ticket(), s.ticket(), s.ticket(), s.ticket());
+        let ra = admitted_soon(a.admit(true)).await.expect("first safe call runs");
+        let _rb = admitted_soon(b.admit(true)).await.expect("second safe call runs beside it");
+        let c = tokio::spawn(c.admit(true));
+        let d = tokio::spawn(d.admit(true));
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!c.is_finished() && !d.is_finished(), "a third safe call waits for a free slot");
+        drop(ra);
+        let _rc = c.await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!d.is_finished(), "one slot freed, one call admitted");
+        // Raising the limit lets the next one in at once.
+        s.set_limit(3);
+        tokio::time::timeout(Duration::from_secs(1), d).await.expect("d runs").unwrap();
+    }
+
+    #[tokio::test]
     async fn a_ticket_dropped_before_classification_does_not_block_the_queue() {
-        let s = Scheduler::new();
+        let s = Scheduler::new(10);
         let (a, b) = (s.ticket(), s.ticket());
         // b is classified while a is still pending: it waits for a.
         let b = tokio::spawn(b.admit(false));
@@ -199,7 +235,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_cancelled_wait_gives_its_place_up() {
-        let s = Scheduler::new();
+        let s = Scheduler::new(10);
         let (a, b, c) = (s.ticket(), s.ticket(), s.ticket());
         let ra = a.admit(false).await;
         // b waits behind a, then is cancelled; c must run once a is done.

@@ -1,5 +1,10 @@
 //! The MCP server itself: `tools/list` from the registry, `tools/call` through the whole
 //! pipeline, progress and elicitation routed to the connection a call came from.
+//!
+//! One [`McpServer`] per MCP session (the stdio connection, or one HTTP `Mcp-Session-Id`), each
+//! with its own [`Session`]: the context map and what its user allowed "for this session". The
+//! runtime is shared and replaced on reload; the sessions are not, so an "always" survives a
+//! reload and never reaches another session.
 
 use super::schedule::{Scheduler, Ticket};
 use crate::setup::GlobalArgs;
@@ -14,7 +19,7 @@ use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::mpsc;
 use toolhost::{AskAnswer, AskRequest, Event, PermissionDecider, Runtime, Session, ToolResult, ToolUse};
@@ -32,12 +37,13 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(args: GlobalArgs, runtime: Runtime, routes: Arc<Routes>) -> Arc<Self> {
+    /// `max_concurrency`: the most calls running at once, over every connection.
+    pub fn new(args: GlobalArgs, runtime: Runtime, routes: Arc<Routes>, max_concurrency: usize) -> Arc<Self> {
         Arc::new(Shared {
             args,
             runtime: RwLock::new(Arc::new(runtime)),
             routes,
-            scheduler: Scheduler::new(),
+            scheduler: Scheduler::new(max_concurrency),
             peers: Mutex::new(Vec::new()),
             next_call: AtomicU64::new(1),
         })
@@ -47,9 +53,11 @@ impl Shared {
         self.runtime.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Put a reloaded runtime in place (running calls finish on the old one).
-    pub fn replace_runtime(&self, runtime: Runtime) {
+    /// Put a reloaded runtime in place (running calls finish on the old one), with its
+    /// `max_concurrency`.
+    pub fn replace_runtime(&self, runtime: Runtime, max_concurrency: usize) {
         *self.runtime.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(runtime);
+        self.scheduler.set_limit(max_concurrency);
     }
 
     /// Send `notifications/tools/list_changed` to every open connection.
@@ -211,7 +219,10 @@ impl PermissionDecider for ElicitDecider {
                     "decision": {
                         "type": "string",
                         "title": "Decision",
-                        "description": format!("\"{ALLOW_ALWAYS}\" allows every {} call until the server restarts", request.tool),
+                        "description": format!(
+                            "\"{ALLOW_ALWAYS}\" allows every {} call of this MCP session (this connection) until it ends",
+                            request.tool
+                        ),
                         "enum": [ALLOW_ONCE, ALLOW_ALWAYS, DENY],
                         "default": ALLOW_ONCE,
                     }
@@ -243,15 +254,46 @@ impl PermissionDecider for ElicitDecider {
     }
 }
 
-/// One connection (a stdio process, or one HTTP session): its own context map.
+/// The most `tools/call` requests of one MCP session waiting for their turn (being classified
+/// or queued behind other calls). One more is refused with [`QUEUE_FULL`]: a client cannot
+/// pile up unbounded work, and one that sends too much learns why at once.
+pub const MAX_QUEUED_PER_SESSION: usize = 64;
+
+/// The JSON-RPC error code of a call refused because its session has
+/// [`MAX_QUEUED_PER_SESSION`] calls waiting (in the range JSON-RPC leaves to servers).
+pub const QUEUE_FULL: ErrorCode = ErrorCode(-32000);
+
+/// One MCP session (the stdio connection, or one HTTP session): its own [`Session`], kept for
+/// as long as the session lasts whatever the reloads.
 pub struct McpServer {
     shared: Arc<Shared>,
     session: Session,
+    /// Calls of this session not running yet.
+    waiting: Arc<AtomicUsize>,
 }
 
 impl McpServer {
     pub fn new(shared: Arc<Shared>) -> Self {
-        McpServer { shared, session: Session::new() }
+        McpServer { shared, session: Session::new(), waiting: Arc::default() }
+    }
+}
+
+/// A call counted in its session's [`McpServer::waiting`] until admitted (or dropped).
+struct Waiting(Arc<AtomicUsize>);
+
+impl Waiting {
+    /// Count one more waiting call, unless [`MAX_QUEUED_PER_SESSION`] are waiting already.
+    fn enter(count: &Arc<AtomicUsize>) -> Option<Waiting> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_QUEUED_PER_SESSION).then_some(n + 1))
+            .ok()
+            .map(|_| Waiting(count.clone()))
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -331,6 +373,17 @@ impl ServerHandler for McpServer {
             return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), None));
         }
         let ticket = context.extensions.remove::<Ticket>().unwrap_or_else(|| self.shared.scheduler.ticket());
+        let Some(waiting) = Waiting::enter(&self.waiting) else {
+            // `ticket` is dropped: its place in the queue is given up.
+            return Err(ErrorData::new(
+                QUEUE_FULL,
+                format!(
+                    "Too many calls queued: this session already has {MAX_QUEUED_PER_SESSION} tools/call requests \
+                     waiting for their turn (the limit per session); wait for some to finish before sending more"
+                ),
+                None,
+            ));
+        };
         let id = format!("toolu_mcp_{}", self.shared.next_call.fetch_add(1, Ordering::Relaxed));
         let input = Value::Object(request.arguments.unwrap_or_default());
         let tool_use = ToolUse::new(&id, &name, input);
@@ -343,6 +396,7 @@ impl ServerHandler for McpServer {
                 running = ticket.admit(safe) => running,
                 () = cancel.cancelled() => return None,
             };
+            drop(waiting);
             Some(if safe {
                 runtime.call_concurrent(&self.session, &tool_use, &cancel).await
             } else {

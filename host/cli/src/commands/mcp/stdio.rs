@@ -122,12 +122,16 @@ where
     }
 
     /// Read up to the next newline into `self.line`, never holding more than `max_line`
-    /// bytes. `Ok(true)`: a whole line; `Ok(false)`: a line over the limit (dropped);
-    /// `Err`: end of input or a read error. Cancel-safe: a partial line stays in `self.line`.
+    /// bytes. `Ok(true)`: a whole line (or the rest of the input before its end); `Ok(false)`:
+    /// a line over the limit (dropped); `Err`: end of input or a read error. Cancel-safe: a partial line stays in `self.line`.
     async fn read_line(&mut self) -> std::io::Result<bool> {
         loop {
             let available = self.read.fill_buf().await?;
             if available.is_empty() {
+                // A last line cut off by the end of input is a line like any other.
+                if !self.line.is_empty() && !self.discarding {
+                    return Ok(true);
+                }
                 return Err(std::io::ErrorKind::UnexpectedEof.into());
             }
             let newline = available.iter().position(|b| *b == b'\n');
@@ -259,7 +263,7 @@ mod tests {
         let input: &[u8] = b"{\"hello\":\"world\"}\nnot json\n";
         // A pipe that holds 8 bytes: the answer cannot be written in one go.
         let (out, answers) = tokio::io::duplex(8);
-        let mut transport = LineTransport::new(input, out, Scheduler::new());
+        let mut transport = LineTransport::new(input, out, Scheduler::new(10));
         // Polled once, then dropped (the timeout polls the future before its deadline).
         let _ = tokio::time::timeout(Duration::ZERO, transport.receive()).await;
 
@@ -278,3 +282,6 @@ mod tests {
         assert_eq!(second["error"]["code"], -32700, "{second}");
     }
 }
+
+#[cfg(test)]
+mod props;

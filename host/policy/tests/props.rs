@@ -1,0 +1,1072 @@
+//! Property tests of every parser and matcher in the policy crate that sees untrusted input: the
+//! config document and its checker, permission rules, path patterns, hook matchers, network
+//! patterns and the path policy. Each property says what must hold for *every* input, and
+//! proptest looks for a counterexample (and shrinks it, so that a failure names the smallest
+//! input that breaks the property).
+//!
+//! Case counts are bounded (see [`config`]) so that the whole file runs in a few seconds on a
+//! 2-core machine; `PROPTEST_CASES=N` raises them for a longer hunt.
+
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use toolhost_policy::{
+    Config, ConfigError, Decision, FsAccess, FsRefusal, HookMatcher, HostPattern, Mode, NetPattern, PathPattern,
+    PathPolicy, PortPattern, Request, Rule, Rules, SubjectKind, WEB_PORTS, normalize,
+};
+
+/// The proptest configuration of every property here: `cases` unless `PROPTEST_CASES` says
+/// otherwise, and no file of persisted failures (a failing case is printed, shrunk, and belongs
+/// in a regression test of its own).
+fn config(cases: u32) -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(cases);
+    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+}
+
+const WS: &str = "/w/s";
+
+fn ws() -> &'static Path {
+    Path::new(WS)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The config document and its checker.
+
+/// Pieces of TOML and of things that are almost TOML, glued together at random.
+fn toml_fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => prop::sample::select(vec![
+            "[limits]", "[permissions]", "[tools.A]", "[tools.\"my tool\"]", "[[hooks.pre_tool_use]]",
+            "[[hooks.post_tool_use]]", "[tls]", "[tools]", "[[tools.A]]", "[hooks]", "[a.b.c]", "[",
+            "]", "[[", "]]", "{", "}", "=", " = ", ",", ".", "\n", "\n", "\n", "\r\n", "#", " ", "\t",
+            "\"", "'", "\"\"\"", "'''", "\\", "\\u", "\\uD800", "\\U0010FFFF", "\\x", "fuel", "timeout_ms",
+            "max_concurrency", "grant", "fs_read", "net", "mode", "allow", "deny", "ask", "protected",
+            "matcher", "command", "path", "sha256", "ca_files", "0", "-1", "1", "99999999999999999999",
+            "1e3", "nan", "inf", "true", "false", "1979-05-27T07:32:00Z", "0x10", "0o7", "0b1", "1_000",
+            "\"Read(src/**)\"", "\"Bash(\"", "\"*.example.com\"", "\"a b\"", "\"[\"", "\u{feff}", "é",
+            "\u{0}", "\u{7f}", "\u{2028}",
+        ]).prop_map(str::to_string),
+        1 => any::<char>().prop_map(String::from),
+        1 => "[a-z_]{1,8}",
+    ]
+}
+
+/// Almost-TOML text: a few dozen fragments.
+fn tomlish() -> impl Strategy<Value = String> {
+    prop::collection::vec(toml_fragment(), 0..60).prop_map(|v| v.concat())
+}
+
+/// Whether `e` points at a character of `text`, or just past the end of a line.
+fn position_inside(text: &str, e: &ConfigError) -> bool {
+    let lines: Vec<&str> = text.split('\n').collect();
+    (1..=lines.len()).contains(&e.line) && (1..=lines[e.line - 1].chars().count() + 1).contains(&e.column)
+}
+
+/// Everything that must hold of the errors of any text: each has a position inside it and a
+/// one-line message, they come sorted, and [`Config::parse`]'s error is one of them.
+fn check_errors_are_well_formed(text: &str) -> Result<(), TestCaseError> {
+    let file = Path::new("/nonexistent/dir/toolhost.toml");
+    let checked = Config::check(text, file);
+    let parsed = Config::parse(text, file);
+    let errors = checked.as_ref().err().cloned().unwrap_or_default();
+    for e in &errors {
+        prop_assert!(position_inside(text, e), "position outside the input: {e:?} in {text:?}");
+        prop_assert!(!e.message.is_empty() && !e.message.contains('\n'), "message not on one line: {e:?}");
+        prop_assert_eq!(&e.file, file);
+    }
+    let sorted = errors.windows(2).all(|w| (w[0].line, w[0].column) <= (w[1].line, w[1].column));
+    prop_assert!(sorted, "errors not sorted: {errors:?}");
+    match parsed {
+        // `parse` skips only the file system, so when it finds an error, `check` has it too.
+        Err(e) => prop_assert!(errors.contains(&e), "parse's {e:?} is not among check's {errors:?}"),
+        Ok(_) => prop_assert!(
+            errors.iter().all(|e| e.message.contains(": no such file: ") || e.message.starts_with("tls.ca_files[")),
+            "parse accepted what check refuses for more than missing files: {errors:?}"
+        ),
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// Any text, however broken: no panic, and every error points inside it.
+    #[test]
+    fn config_errors_point_inside_any_text(text in tomlish()) {
+        check_errors_are_well_formed(&text)?;
+    }
+
+    /// Any Unicode at all (not only TOML-ish pieces).
+    #[test]
+    fn config_errors_point_inside_any_string(text in "\\PC{0,200}") {
+        check_errors_are_well_formed(&text)?;
+    }
+
+    /// Any bytes, read from a file: an error that is not UTF-8 points at the first bad byte.
+    #[test]
+    fn config_files_of_any_bytes(bytes in prop::collection::vec(any::<u8>(), 0..300), tail in tomlish()) {
+        let mut bytes = bytes;
+        bytes.extend_from_slice(tail.as_bytes());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("toolhost.toml");
+        std::fs::write(&file, &bytes).unwrap();
+        let checked = Config::check_file(&file);
+        let loaded = Config::load(&file);
+        match std::str::from_utf8(&bytes) {
+            Ok(text) => {
+                check_errors_are_well_formed(text)?;
+                prop_assert_eq!(checked.is_ok(), Config::check(text, &file).is_ok());
+            }
+            Err(utf8) => {
+                let errors = checked.expect_err("not UTF-8");
+                prop_assert_eq!(errors.len(), 1);
+                let e = &errors[0];
+                prop_assert_eq!(Some(e), loaded.as_ref().err());
+                prop_assert!(e.message.contains("UTF-8"), "{e}");
+                // Line and column of the first byte that is not UTF-8, counted in the valid text
+                // before it.
+                let before = std::str::from_utf8(&bytes[..utf8.valid_up_to()]).unwrap();
+                let line = before.matches('\n').count() + 1;
+                let column = before.rsplit('\n').next().unwrap().chars().count() + 1;
+                prop_assert_eq!((e.line, e.column), (line, column), "{}", e);
+            }
+        }
+    }
+}
+
+/// A TOML value, and whether (and how) the checker must refuse it where an integer >= 1 is
+/// wanted.
+#[derive(Debug, Clone)]
+enum Value {
+    Int(i64),
+    Str(String),
+    Bool(bool),
+    Strs(Vec<String>),
+}
+
+impl Value {
+    fn render(&self) -> String {
+        match self {
+            Value::Int(i) => i.to_string(),
+            Value::Str(s) => toml_string(s),
+            Value::Bool(b) => b.to_string(),
+            Value::Strs(v) => format!("[{}]", v.iter().map(|s| toml_string(s)).collect::<Vec<_>>().join(", ")),
+        }
+    }
+}
+
+/// A TOML basic string holding exactly `s`.
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A key as TOML writes it: bare when it can be.
+fn toml_key(k: &str) -> String {
+    if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        k.to_string()
+    } else {
+        toml_string(k)
+    }
+}
+
+/// A key in an error's key path: quoted (Rust debug style) unless bare.
+fn path_key(k: &str) -> String {
+    if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        k.to_string()
+    } else {
+        format!("{k:?}")
+    }
+}
+
+/// One `key = value` line and the errors it must cause: each a message prefix (starting with
+/// the key path), all on that line.
+#[derive(Debug, Clone)]
+struct Line {
+    text: String,
+    errors: Vec<String>,
+}
+
+/// A section: its header (none for the top level) and its lines.
+#[derive(Debug, Clone)]
+struct Section {
+    header: Option<String>,
+    /// Errors at the header itself.
+    header_errors: Vec<String>,
+    lines: Vec<Line>,
+}
+
+const LIMIT_KEYS: &[&str] = &[
+    "max_concurrency",
+    "timeout_ms",
+    "memory_mib",
+    "fuel",
+    "max_result_chars",
+    "max_stdio_bytes",
+    "max_input_bytes",
+    "max_output_bytes",
+    "max_response_bytes",
+    "connect_timeout_ms",
+    "first_byte_timeout_ms",
+    "max_connections",
+];
+
+/// A value for a key that wants an integer >= 1, of any type.
+fn limit_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        4 => (-3i64..=3).prop_map(Value::Int),
+        2 => prop_oneof![Just(i64::MIN), Just(i64::MAX), Just(-1_000_000), any::<i64>()].prop_map(Value::Int),
+        1 => "[a-z0-9 ]{0,6}".prop_map(Value::Str),
+        1 => any::<bool>().prop_map(Value::Bool),
+        1 => prop::collection::vec("[0-9]{1,2}", 0..3).prop_map(Value::Strs),
+    ]
+}
+
+/// The error prefix `value` must cause at `path` (a key wanting an integer >= 1).
+fn limit_errors(path: &str, value: &Value) -> Vec<String> {
+    match value {
+        Value::Int(i) if *i >= 1 => vec![],
+        Value::Int(i) => vec![format!("{path}: must be at least 1, got {i}")],
+        _ => vec![format!("{path}: invalid type: ")],
+    }
+}
+
+/// A key that no section knows.
+fn unknown_key() -> impl Strategy<Value = String> {
+    "x_[a-z]{1,6}"
+}
+
+/// A top-level table that is not known (never the same name as an unknown key).
+fn unknown_table() -> impl Strategy<Value = String> {
+    "y_[a-z]{1,6}"
+}
+
+/// Text that may or may not be a good rule, pattern or matcher: the strategy mixes well-formed
+/// ones with noise made of the characters that matter to their parsers.
+fn rule_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => (tool_name(), prop::option::of(pattern_text())).prop_map(|(t, p)| match p {
+            None => t,
+            Some(p) => format!("{t}({p})"),
+        }),
+        2 => "[A-Za-z(){}\\[\\]*/:. \\\\-]{0,14}",
+        1 => "\\PC{0,10}",
+    ]
+}
+
+fn tool_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => prop::sample::select(vec!["Read", "Edit", "Write", "Bash", "Grep", "WebFetch", "Hostile"])
+            .prop_map(str::to_string),
+        1 => "[A-Za-z0-9_-]{1,8}",
+    ]
+}
+
+/// Path-glob-ish text, well-formed or not.
+fn pattern_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => prop::collection::vec(
+            prop::sample::select(vec![
+                "src", "a", "b", ".git", "hooks", "*", "**", "?", "*.rs", "[ab]", "{x,y}", "..", ".", "",
+                "secrets", "é", "[", "]", "{", "}", "\\", "domain:x.com", "npm run:*",
+            ]),
+            1..5,
+        )
+        .prop_map(|parts| parts.join("/")),
+        1 => prop::sample::select(vec!["//etc/**", "//", "/build", "./src", "*", " * ", "domain:[x", "ls [:*"])
+            .prop_map(str::to_string),
+        1 => "\\PC{0,8}",
+    ]
+}
+
+fn limits_section() -> impl Strategy<Value = Section> {
+    let known = prop::sample::subsequence(LIMIT_KEYS.to_vec(), 0..=LIMIT_KEYS.len());
+    let unknown = prop::collection::btree_set(unknown_key(), 0..2);
+    (known, unknown, prop::collection::vec(limit_value(), LIMIT_KEYS.len() + 2)).prop_map(|(known, unknown, values)| {
+        let mut lines = Vec::new();
+        for (key, value) in known.iter().zip(&values) {
+            let path = format!("limits.{key}");
+            lines.push(Line { text: format!("{key} = {}", value.render()), errors: limit_errors(&path, value) });
+        }
+        for key in unknown {
+            lines.push(Line { text: format!("{key} = 1"), errors: vec![format!("limits.{key}: unknown field")] });
+        }
+        Section { header: Some("[limits]".into()), header_errors: vec![], lines }
+    })
+}
+
+/// Names of `[tools.NAME]` sections: bare ones, and ones TOML must quote.
+fn tools_names() -> impl Strategy<Value = BTreeSet<String>> {
+    prop::collection::btree_set(prop_oneof![3 => "[A-Za-z0-9_-]{1,8}", 1 => "[a-z]{1,4} [a-zé.]{1,4}"], 0..3)
+}
+
+fn tool_section(name: String) -> impl Strategy<Value = Section> {
+    let tool_limit_keys: Vec<&str> = LIMIT_KEYS[1..].to_vec();
+    let limits = prop::sample::subsequence(tool_limit_keys.clone(), 0..=3);
+    let values = prop::collection::vec(limit_value(), tool_limit_keys.len());
+    let sha = prop::option::of(prop_oneof!["[0-9a-f]{64}", "[0-9a-fA-F]{64}", "[0-9a-z]{0,70}"]);
+    let net = prop::option::of(prop::collection::vec(
+        prop_oneof![
+            prop::sample::select(vec!["*", "example.com", "*.example.com:8080", "[::1]:80", "127.0.0.1:*"])
+                .prop_map(str::to_string),
+            "[a-z0-9.:*\\[\\] -]{0,10}",
+        ],
+        0..3,
+    ));
+    let grant_typo = any::<bool>();
+    let concurrency = prop::option::of(1i64..4);
+    (limits, values, sha, net, grant_typo, concurrency).prop_map(move |(keys, values, sha, net, typo, concurrency)| {
+        let table = format!("tools.{}", path_key(&name));
+        let mut lines = Vec::new();
+        for (key, value) in keys.iter().zip(&values) {
+            let path = format!("{table}.{key}");
+            lines.push(Line { text: format!("{key} = {}", value.render()), errors: limit_errors(&path, value) });
+        }
+        if let Some(sha) = sha {
+            let good = sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit());
+            let errors = if good { vec![] } else { vec![format!("{table}.sha256: expected 64 hex digits")] };
+            lines.push(Line { text: format!("sha256 = {}", toml_string(&sha)), errors });
+        }
+        if let Some(net) = net {
+            let mut errors: Vec<String> = net
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.parse::<NetPattern>().is_err())
+                .map(|(i, _)| format!("{table}.grant.net[{i}]: invalid network pattern"))
+                .collect();
+            let mut fields = vec![format!("net = {}", Value::Strs(net).render())];
+            if typo {
+                fields.push("fs_reed = []".into());
+                errors.push(format!("{table}.grant.fs_reed: unknown field"));
+            }
+            lines.push(Line { text: format!("grant = {{ {} }}", fields.join(", ")), errors });
+        }
+        if let Some(c) = concurrency {
+            // Only `[limits]` has it.
+            lines.push(Line {
+                text: format!("max_concurrency = {c}"),
+                errors: vec![format!("{table}.max_concurrency: unknown field")],
+            });
+        }
+        Section { header: Some(format!("[tools.{}]", toml_key(&name))), header_errors: vec![], lines }
+    })
+}
+
+fn permissions_section() -> impl Strategy<Value = Section> {
+    let mode = prop::option::of(prop_oneof![
+        prop::sample::select(vec!["default", "accept-edits", "acceptEdits", "bypass", "dont-ask", "plan"])
+            .prop_map(str::to_string),
+        "[a-zA-Z-]{0,8}",
+    ]);
+    let rules = prop::collection::vec(prop::option::of(prop::collection::vec(rule_text(), 0..4)), 3);
+    let protected = prop::option::of(prop::collection::vec(pattern_text(), 0..4));
+    (mode, rules, protected).prop_map(|(mode, rules, protected)| {
+        let mut lines = Vec::new();
+        if let Some(mode) = mode {
+            let errors = match mode.parse::<Mode>() {
+                Ok(_) => vec![],
+                Err(_) => vec!["permissions.mode: unknown permission mode".to_string()],
+            };
+            lines.push(Line { text: format!("mode = {}", toml_string(&mode)), errors });
+        }
+        for (key, list) in ["allow", "ask", "deny"].into_iter().zip(rules) {
+            let Some(list) = list else { continue };
+            let errors = list
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.parse::<Rule>().is_err())
+                .map(|(i, r)| format!("permissions.{key}[{i}]: invalid permission rule {r:?}: "))
+                .collect();
+            lines.push(Line { text: format!("{key} = {}", Value::Strs(list).render()), errors });
+        }
+        if let Some(list) = protected {
+            let errors = list
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| PathPattern::new(p).is_err())
+                .map(|(i, _)| format!("permissions.protected[{i}]: "))
+                .collect();
+            lines.push(Line { text: format!("protected = {}", Value::Strs(list).render()), errors });
+        }
+        Section { header: Some("[permissions]".into()), header_errors: vec![], lines }
+    })
+}
+
+fn hook_sections() -> impl Strategy<Value = Vec<Section>> {
+    let kind = prop::sample::select(vec!["pre_tool_use", "post_tool_use", "post_tool_use_failure"]);
+    let matcher = prop::option::of(prop_oneof![
+        prop::sample::select(vec!["", "*", "Write|Edit", "Web.*", "mcp__.*", "^(Read|Grep)$"]).prop_map(str::to_string),
+        "[A-Za-z|.*()\\[\\]^$+?{}\\\\]{0,8}",
+    ]);
+    let command = prop_oneof![3 => "[a-z./ ]{1,10}", 1 => "[ \t]{0,3}"];
+    let timeout = prop::option::of(-2i64..100);
+    let unknown = prop::option::of(unknown_key());
+    let hook = (kind, matcher, command, timeout, unknown);
+    prop::collection::vec(hook, 0..4).prop_map(|hooks| {
+        let mut index = std::collections::HashMap::new();
+        hooks
+            .into_iter()
+            .map(|(kind, matcher, command, timeout, unknown)| {
+                let i = *index.entry(kind).and_modify(|i| *i += 1).or_insert(0usize);
+                let at = format!("hooks.{kind}[{i}]");
+                let mut lines = Vec::new();
+                if let Some(m) = matcher {
+                    let errors = match m.parse::<HookMatcher>() {
+                        Ok(_) => vec![],
+                        Err(_) => vec![format!("{at}.matcher: invalid matcher regex")],
+                    };
+                    lines.push(Line { text: format!("matcher = {}", toml_string(&m)), errors });
+                }
+                let errors =
+                    if command.trim().is_empty() { vec![format!("{at}.command: empty command")] } else { vec![] };
+                lines.push(Line { text: format!("command = {}", toml_string(&command)), errors });
+                if let Some(t) = timeout {
+                    let errors = if t < 1 { vec![format!("{at}.timeout_ms: must be at least 1")] } else { vec![] };
+                    lines.push(Line { text: format!("timeout_ms = {t}"), errors });
+                }
+                if let Some(k) = unknown {
+                    lines.push(Line { text: format!("{k} = true"), errors: vec![format!("{at}.{k}: unknown field")] });
+                }
+                Section { header: Some(format!("[[hooks.{kind}]]")), header_errors: vec![], lines }
+            })
+            .collect()
+    })
+}
+
+/// A whole document: valid TOML with the known sections, random keys (known and not) and random
+/// values (good and bad), and the errors it must cause, by line.
+fn document() -> impl Strategy<Value = (String, Vec<(usize, String)>)> {
+    let top = prop::option::of(unknown_key());
+    let unknown_section = prop::option::of(unknown_table());
+    let tools = tools_names().prop_flat_map(|names| names.into_iter().map(tool_section).collect::<Vec<_>>()).boxed();
+    (
+        top,
+        prop::option::of(limits_section()),
+        prop::option::of(permissions_section()),
+        tools,
+        hook_sections(),
+        unknown_section,
+    )
+        .prop_flat_map(|(top, limits, permissions, tools, hooks, unknown_section)| {
+            let mut sections = Vec::new();
+            if let Some(k) = top {
+                let line = Line { text: format!("{k} = 1"), errors: vec![format!("{k}: unknown field")] };
+                sections.push(Section { header: None, header_errors: vec![], lines: vec![line] });
+            }
+            sections.extend(limits);
+            sections.extend(permissions);
+            sections.extend(tools);
+            sections.extend(hooks);
+            if let Some(k) = unknown_section {
+                let line = Line { text: "a = 1".into(), errors: vec![] };
+                let header_errors = vec![format!("{k}: unknown field")];
+                sections.push(Section { header: Some(format!("[{k}]")), header_errors, lines: vec![line] });
+            }
+            // The lines of each section in any order (TOML does not care, the errors' order
+            // follows the file).
+            let shuffled: Vec<_> = sections
+                .into_iter()
+                .map(|s| Just(s.lines.clone()).prop_shuffle().prop_map(move |lines| Section { lines, ..s.clone() }))
+                .collect();
+            shuffled
+        })
+        .prop_map(|sections| {
+            let mut text = String::new();
+            let mut want = Vec::new();
+            let mut line = 1;
+            for s in sections {
+                if let Some(h) = s.header {
+                    text.push_str(&h);
+                    text.push('\n');
+                    want.extend(s.header_errors.into_iter().map(|e| (line, e)));
+                    line += 1;
+                }
+                for l in s.lines {
+                    text.push_str(&l.text);
+                    text.push('\n');
+                    want.extend(l.errors.into_iter().map(|e| (line, e)));
+                    line += 1;
+                }
+                text.push('\n');
+                line += 1;
+            }
+            (text, want)
+        })
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// A well-formed document with random keys and values: exactly the errors it must cause,
+    /// each on the line of the key or value at fault, each naming its key path.
+    #[test]
+    fn config_errors_are_precise((text, want) in document()) {
+        let got = match Config::check(&text, Path::new("/nonexistent/dir/toolhost.toml")) {
+            Ok(_) => Vec::new(),
+            Err(errors) => errors,
+        };
+        let shown = || got.iter().map(|e| format!("{}:{}: {}", e.line, e.column, e.message)).collect::<Vec<_>>().join("\n");
+        prop_assert_eq!(got.len(), want.len(), "want {:#?}\ngot:\n{}\nin:\n{}", want, shown(), text);
+        // Errors come sorted by position; on one line, in the order their keys or elements
+        // appear, which is the order `want` lists them in but for the grant's `net` errors
+        // (at the grant) coming before its unknown key (at the key).
+        let mut unmatched: Vec<&ConfigError> = got.iter().collect();
+        for (line, prefix) in &want {
+            let found = unmatched.iter().position(|e| e.line == *line && e.message.starts_with(prefix.as_str()));
+            prop_assert!(found.is_some(), "no error {}: {}…\ngot:\n{}\nin:\n{}", line, prefix, shown(), text);
+            unmatched.remove(found.unwrap());
+        }
+        // And `parse` stops at the first of them.
+        match Config::parse(&text, Path::new("/nonexistent/dir/toolhost.toml")) {
+            Ok(_) => prop_assert!(got.is_empty()),
+            Err(e) => prop_assert_eq!(&e, &got[0]),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Permission rules.
+
+/// A subject of each kind: paths with `.` and `..`, URLs, plain text.
+fn subject() -> impl Strategy<Value = (String, SubjectKind)> {
+    let component = prop::sample::select(vec![
+        "src", "a", "b", ".git", "hooks", "..", ".", "secrets", "x.rs", "[ab]", "*", "{x,y}", "é", "w", "s", "", " a",
+        "b ", "a\\b", "domain:x", "x:*", "(p)",
+    ]);
+    let path = (any::<bool>(), prop::collection::vec(component, 0..6))
+        .prop_map(|(abs, parts)| format!("{}{}", if abs { "/" } else { "" }, parts.join("/")));
+    let url = ("(https?|HTTP|ftp)://", "([a-z]+@)?", "[a-z0-9.\\[\\]:-]{0,16}", "(:[0-9]{1,5})?", "[/?#]?\\PC{0,6}")
+        .prop_map(|(s, u, h, p, rest)| format!("{s}{u}{h}{p}{rest}"));
+    prop_oneof![
+        3 => path.prop_map(|p| (p, SubjectKind::Path)),
+        1 => url.prop_map(|u| (u, SubjectKind::Url)),
+        1 => "\\PC{0,12}".prop_map(|t| (t, SubjectKind::Text)),
+    ]
+}
+
+fn mode() -> impl Strategy<Value = Mode> {
+    prop::sample::select(vec![Mode::Default, Mode::AcceptEdits, Mode::Bypass, Mode::DontAsk, Mode::Plan])
+}
+
+fn hook_answer() -> impl Strategy<Value = Option<Decision>> {
+    prop::option::of(prop::sample::select(vec![Decision::Allow, Decision::Ask, Decision::Deny]))
+}
+
+/// A rule that parses: mostly made so, sometimes found among random text.
+fn good_rule() -> impl Strategy<Value = Rule> {
+    let pattern = prop::sample::select(vec![
+        "*",
+        "src/**",
+        "*.rs",
+        ".git/",
+        "secrets",
+        "//etc/**",
+        "a/[ab]/*",
+        "domain:x.com",
+        "*.com",
+        "npm run:*",
+        "é",
+        "../a",
+        "/build",
+    ]);
+    prop_oneof![
+        4 => (tool_name(), prop::option::of(pattern)).prop_map(|(t, p)| match p {
+            None => t.parse::<Rule>().unwrap(),
+            Some(p) => format!("{t}({p})").parse().unwrap(),
+        }),
+        1 => rule_text().prop_filter_map("not a rule", |t| t.parse::<Rule>().ok()),
+    ]
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// Any string: a rule or an error naming it; never a panic.
+    #[test]
+    fn any_string_parses_to_a_rule_or_an_error(text in prop_oneof![rule_text(), "\\PC{0,30}", any::<String>()]) {
+        match text.parse::<Rule>() {
+            Ok(rule) => {
+                prop_assert!(!rule.tool.is_empty() && rule.tool.len() <= 64);
+                // What it prints parses back to the same rule, and prints the same.
+                let shown = rule.to_string();
+                let again: Rule = shown.parse().map_err(|e| TestCaseError::fail(format!("{shown:?}: {e}")))?;
+                prop_assert_eq!(&again, &rule);
+                prop_assert_eq!(again.to_string(), shown);
+            }
+            Err(e) => {
+                prop_assert_eq!(&e.rule, &text);
+                prop_assert!(!e.reason.is_empty());
+            }
+        }
+    }
+
+    /// The same rule text in deny and allow: deny wins, whatever the mode, the request or the
+    /// hook's answer; the allow copy changes nothing at all.
+    #[test]
+    fn deny_wins_over_allow_for_the_same_rule(
+        rule in good_rule(),
+        other_tool in tool_name(),
+        subject in prop::option::of(subject()),
+        read_only in any::<bool>(),
+        inside in any::<bool>(),
+        mode in mode(),
+        hook in hook_answer(),
+        same_tool in any::<bool>(),
+    ) {
+        let tool = if same_tool { rule.tool.clone() } else { other_tool };
+        let req = Request {
+            tool: &tool,
+            subject: subject.as_ref().map(|(v, k)| (v.as_str(), *k)),
+            read_only,
+            grant_inside_workspace: inside,
+        };
+        let both = Rules { allow: vec![rule.clone()], deny: vec![rule.clone()], ..Rules::default() };
+        let deny = Rules { deny: vec![rule.clone()], ..Rules::default() };
+        let (d_both, why_both) = both.decide_with_hook(mode, &req, ws(), hook);
+        let (d_deny, why_deny) = deny.decide_with_hook(mode, &req, ws(), hook);
+        prop_assert_eq!((d_both, &why_both), (d_deny, &why_deny));
+        if rule.matches(&tool, req.subject, ws()) {
+            prop_assert_eq!(d_both, Decision::Deny, "{} matches but {}", rule, why_both);
+        }
+        // Neither an ask rule nor any number of allow rules gets past it.
+        let all = Rules { allow: vec![rule.clone()], ask: vec![rule.clone()], deny: vec![rule.clone()] };
+        prop_assert_eq!(all.decide_with_hook(mode, &req, ws(), hook).0 == Decision::Deny, d_deny == Decision::Deny);
+    }
+
+    /// A call refused by a deny rule stays refused whatever allow and ask rules are added and
+    /// whatever a hook answers.
+    #[test]
+    fn nothing_overrides_a_deny_rule(
+        deny in prop::collection::vec(good_rule(), 1..4),
+        extra in prop::collection::vec(good_rule(), 0..4),
+        (tool, subject) in (tool_name(), prop::option::of(subject())),
+        read_only in any::<bool>(),
+        mode in mode(),
+        hook in hook_answer(),
+    ) {
+        let req = Request {
+            tool: &tool,
+            subject: subject.as_ref().map(|(v, k)| (v.as_str(), *k)),
+            read_only,
+            grant_inside_workspace: true,
+        };
+        let base = Rules { deny: deny.clone(), ..Rules::default() };
+        let (d, why) = base.decide(mode, &req, ws());
+        if d == Decision::Deny && why.starts_with("denied by the rule") {
+            let more = Rules { allow: extra.clone(), ask: extra, deny };
+            let (d2, why2) = more.decide_with_hook(mode, &req, ws(), hook);
+            prop_assert_eq!(d2, Decision::Deny, "{} became {}", why, why2);
+        }
+    }
+
+    /// Matching never panics, whatever the subject (bad URLs, odd paths, any text).
+    #[test]
+    fn matching_any_subject_is_total(rule in good_rule(), subject in subject(), text in any::<String>()) {
+        let _ = rule.matches(&rule.tool, Some((&subject.0, subject.1)), ws());
+        for kind in [SubjectKind::Path, SubjectKind::Url, SubjectKind::Text] {
+            let _ = rule.matches(&rule.tool, Some((&text, kind)), ws());
+        }
+        let _ = SubjectKind::infer(&text, &subject.0);
+    }
+
+    /// A path subject is judged as the path it names: a rule matches `p` exactly when it
+    /// matches `p` normalised against the workspace.
+    #[test]
+    fn path_rules_see_through_dot_and_dot_dot(rule in good_rule(), (path, _) in subject()) {
+        let absolute = normalize(&ws().join(&path));
+        let a = rule.matches(&rule.tool, Some((&path, SubjectKind::Path)), ws());
+        let b = rule.matches(&rule.tool, Some((absolute.to_str().unwrap(), SubjectKind::Path)), ws());
+        prop_assert_eq!(a, b, "{} vs {} / {}", rule, path, absolute.display());
+    }
+
+    /// The rule a refusal suggests parses, and as an allow rule it allows that call.
+    #[test]
+    fn a_suggested_rule_allows_the_call(tool in tool_name(), (value, kind) in subject(), read_only in any::<bool>()) {
+        // (Text subjects get the whole-tool rule.)
+        let req = Request { tool: &tool, subject: Some((&value, kind)), read_only, grant_inside_workspace: false };
+        let suggested = req.suggested_rule(ws());
+        let rule: Rule = suggested.parse().map_err(|e| TestCaseError::fail(format!("{suggested:?} does not parse: {e}")))?;
+        let rules = Rules { allow: vec![rule], ..Rules::default() };
+        let (d, why) = rules.decide(Mode::Default, &req, ws());
+        prop_assert_eq!(d, Decision::Allow, "{} for {:?}: {}", suggested, value, why);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Path patterns.
+
+/// A normalised absolute path, mostly inside the workspace.
+fn absolute_path() -> impl Strategy<Value = PathBuf> {
+    let component =
+        prop::sample::select(vec!["src", "a", "b", ".git", "hooks", "secrets", "x.rs", "[ab]", "*", "é", "w", "s"]);
+    (prop::sample::select(vec!["/w/s", "/w/s", "/w", "/", "/etc"]), prop::collection::vec(component, 0..5))
+        .prop_map(|(base, parts)| parts.iter().fold(PathBuf::from(base), |p, c| p.join(c)))
+}
+
+/// Glob metacharacters escaped with a backslash, so that the pattern means `s` itself.
+fn escape_glob(s: &str) -> String {
+    s.chars().fold(String::new(), |mut out, c| {
+        if "*?[]{}\\".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// Any string compiles or is refused, never a panic; a compiled pattern prints as written.
+    #[test]
+    fn any_string_is_a_path_pattern_or_an_error(text in prop_oneof![pattern_text(), any::<String>()], path in absolute_path()) {
+        if let Ok(p) = PathPattern::new(&text) {
+            prop_assert_eq!(p.as_str(), text.as_str());
+            prop_assert_eq!(PathPattern::new(&p.to_string()).ok(), Some(p.clone()));
+            let _ = p.matches(&path, ws());
+        }
+    }
+
+    /// A relative pattern matches only strictly inside the workspace; no pattern matches its
+    /// base itself; whatever matches covers what is inside it.
+    #[test]
+    fn path_patterns_stay_in_their_base(text in pattern_text(), path in absolute_path(), child in "[a-z]{1,3}") {
+        let Ok(p) = PathPattern::new(&text) else { return Ok(()) };
+        let hit = p.matches(&path, ws());
+        if !p.is_absolute() {
+            prop_assert!(!hit || (path.starts_with(ws()) && path != ws()), "{text} matched {}", path.display());
+        } else {
+            prop_assert!(path != Path::new("/") || !hit);
+        }
+        if hit {
+            prop_assert!(p.matches(&path.join(&child), ws()), "{text} matches {} but not inside it", path.display());
+        }
+    }
+
+    /// A pattern without glob characters, escaped or not, names exactly its path and what is
+    /// inside it.
+    #[test]
+    fn a_literal_pattern_names_its_path(parts in prop::collection::vec("[a-z.é*?\\[\\]{}]{1,4}", 1..4), other in absolute_path()) {
+        // `.` and `..` are no names.
+        let parts: Vec<String> = parts.into_iter().map(|p| if p.trim_matches('.').is_empty() { format!("{p}x") } else { p }).collect();
+        let rel = parts.join("/");
+        let text = format!("/{}", escape_glob(&rel));
+        let p = PathPattern::new(&text).map_err(|e| TestCaseError::fail(format!("{text:?}: {e}")))?;
+        let target = ws().join(&rel);
+        prop_assert!(p.matches(&target, ws()), "{text:?} vs {}", target.display());
+        prop_assert!(p.matches(&target.join("x"), ws()));
+        prop_assert_eq!(p.matches(&other, ws()), other.starts_with(&target), "{:?} vs {}", text, other.display());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hook matchers.
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// Any string: a matcher or an error naming it; never a panic, whatever it is matched against.
+    #[test]
+    fn any_string_is_a_matcher_or_an_error(text in prop_oneof!["[A-Za-z|.*()\\[\\]^$+?{}\\\\ 0-9]{0,16}", any::<String>()], tool in "\\PC{0,10}") {
+        match text.parse::<HookMatcher>() {
+            Ok(m) => { let _ = m.matches(&tool); }
+            Err(e) => prop_assert!(e.contains(&format!("{:?}", text.trim())), "{e}"),
+        }
+    }
+
+    /// A list of names matches exactly those names.
+    #[test]
+    fn a_list_of_names_matches_exactly_them(names in prop::collection::vec("[A-Za-z0-9_]{1,6}", 1..4), tool in "[A-Za-z0-9_]{1,7}", pad in "[ \t]{0,2}") {
+        let m: HookMatcher = format!("{pad}{}{pad}", names.join("|")).parse().unwrap();
+        for n in &names {
+            prop_assert!(m.matches(n));
+            let longer = format!("{n}x");
+            prop_assert_eq!(m.matches(&longer), names.contains(&longer), "a name is not a prefix");
+        }
+        prop_assert_eq!(m.matches(&tool), names.contains(&tool));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Network patterns.
+
+/// Host names from a tiny alphabet, so that patterns and hosts overlap often.
+fn host_name() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(vec!["a", "b", "c", "x-1", "B", "com"]), 1..4)
+        .prop_map(|labels| labels.join("."))
+}
+
+/// IP addresses, written every way a guest could write one.
+fn ip_text() -> impl Strategy<Value = String> {
+    let v4 = prop_oneof![
+        prop::sample::select(vec!["127.0.0.1", "10.0.0.1", "0.0.0.0", "1.2.3.4", "255.255.255.255"])
+            .prop_map(str::to_string),
+        any::<[u8; 4]>().prop_map(|o| IpAddr::from(o).to_string()),
+    ];
+    let v6 = prop_oneof![
+        prop::sample::select(vec!["::1", "::", "::ffff:127.0.0.1", "::ffff:7f00:1", "fe80::1", "2001:DB8::1"])
+            .prop_map(str::to_string),
+        any::<[u16; 8]>().prop_map(|s| IpAddr::from(s).to_string()),
+    ];
+    prop_oneof![
+        v4.clone(),
+        v4.prop_map(|h| format!("{h}.")),
+        v6.clone(),
+        v6.clone().prop_map(|h| format!("[{h}]")),
+        v6.prop_map(|h| h.to_ascii_uppercase()),
+    ]
+}
+
+fn host() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => host_name(),
+        1 => host_name().prop_map(|h| format!("{h}.")),
+        2 => ip_text(),
+        1 => "\\PC{0,10}",
+    ]
+}
+
+fn port() -> impl Strategy<Value = u16> {
+    prop_oneof![prop::sample::select(vec![0u16, 22, 80, 443, 8080, 65535]), any::<u16>()]
+}
+
+/// Pattern text: well-formed over the same alphabet as [`host`], and noise.
+fn net_text() -> impl Strategy<Value = String> {
+    let port = prop::option::of(prop_oneof![Just("*".to_string()), port().prop_map(|p| p.to_string())]);
+    let host = prop_oneof![
+        3 => host_name(),
+        2 => host_name().prop_map(|h| format!("*.{h}")),
+        1 => Just("*".to_string()),
+        2 => ip_text(),
+    ];
+    prop_oneof![
+        5 => (host, port).prop_map(|(h, p)| {
+            let h = if h.contains(':') && !h.starts_with('[') && p.is_some() { format!("[{h}]") } else { h };
+            match p {
+                Some(p) => format!("{h}:{p}"),
+                None => h,
+            }
+        }),
+        1 => (prop::sample::select(vec!["*", "a.com", "*.a.com", "::1", "1.2.3.4", ""]), prop::option::of(any::<u16>()))
+            .prop_map(|(h, p)| format!("[{h}]{}", p.map(|p| format!(":{p}")).unwrap_or_default())),
+        1 => "[a-z0-9.:*\\[\\] %-]{0,14}",
+        1 => "\\PC{0,12}",
+    ]
+}
+
+fn net_pattern() -> impl Strategy<Value = NetPattern> {
+    net_text().prop_filter_map("not a pattern", |t| t.parse().ok())
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// Any string: a pattern or an error naming it; what a pattern prints parses back to it.
+    #[test]
+    fn any_string_is_a_net_pattern_or_an_error(text in prop_oneof![net_text(), any::<String>()], h in host(), p in port()) {
+        match text.parse::<NetPattern>() {
+            Ok(pattern) => {
+                let shown = pattern.to_string();
+                let again = shown.parse::<NetPattern>();
+                prop_assert_eq!(again.as_ref(), Ok(&pattern), "{:?} printed as {:?}", text, shown);
+                let _ = pattern.matches(&h, p);
+            }
+            Err(e) => prop_assert_eq!(&e.pattern, &text),
+        }
+    }
+
+    /// A pattern without a port admits the web ports and nothing else.
+    #[test]
+    fn a_pattern_without_a_port_admits_only_80_and_443(pattern in net_pattern(), h in host(), p in port()) {
+        if pattern.port == PortPattern::Web && pattern.matches(&h, p) {
+            prop_assert!(WEB_PORTS.contains(&p), "{} admitted port {}", pattern, p);
+        }
+        if pattern.port == PortPattern::Web && pattern.matches_host(&h) {
+            prop_assert!(pattern.matches(&h, 80) && pattern.matches(&h, 443));
+        }
+    }
+
+    /// An IP address, however written, never matches a name pattern, nor a name an address
+    /// pattern.
+    #[test]
+    fn addresses_and_names_never_mix(ip in ip_text(), name in host_name(), suffix_len in 1usize..4, p in port()) {
+        // A name pattern made from the address's own text, as close as a pattern can get.
+        let plain = ip.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_string();
+        let tail: Vec<&str> = plain.split('.').collect();
+        let suffix = tail[tail.len().saturating_sub(suffix_len)..].join(".");
+        for text in [format!("*.{suffix}:*"), format!("{name}:*"), format!("*.{name}:*")] {
+            if let Ok(pattern) = text.parse::<NetPattern>()
+                && matches!(pattern.host, HostPattern::Name(_) | HostPattern::Subdomains(_))
+            {
+                prop_assert!(!pattern.matches(&ip, p), "{} matched {}", pattern, ip);
+            }
+        }
+        if let Ok(pattern) = format!("{plain}:*").parse::<NetPattern>()
+            && matches!(pattern.host, HostPattern::Ip(_))
+        {
+            prop_assert!(!pattern.matches(&name, p), "{} matched {}", pattern, name);
+            prop_assert!(pattern.matches(&ip, p), "{} did not match {}", pattern, ip);
+        }
+    }
+
+    /// Host names compare without case and without a trailing dot.
+    #[test]
+    fn names_compare_without_case_or_trailing_dot(pattern in net_pattern(), h in host_name(), p in port()) {
+        let variant = format!("{}.", h.to_ascii_uppercase());
+        prop_assert_eq!(pattern.matches(&h, p), pattern.matches(&variant, p));
+    }
+
+    /// `covers` agrees with matching: when a ceiling covers a grant, every host and port the
+    /// grant admits, the ceiling admits; and every pattern covers itself.
+    #[test]
+    fn covers_is_consistent_with_matching(
+        ceiling in net_pattern(),
+        grant in net_pattern(),
+        probes in prop::collection::vec((host(), port()), 16),
+    ) {
+        prop_assert!(ceiling.covers(&ceiling), "{} does not cover itself", ceiling);
+        if ceiling.covers(&grant) {
+            for (h, p) in &probes {
+                if grant.matches(h, *p) {
+                    prop_assert!(ceiling.matches(h, *p), "{} covers {} but refuses {}:{}", ceiling, grant, h, p);
+                }
+            }
+            // The grant's own hosts, at its own ports.
+            let own = match &grant.host {
+                HostPattern::Any => None,
+                HostPattern::Name(n) => Some(n.clone()),
+                HostPattern::Subdomains(s) => Some(format!("x.{s}")),
+                HostPattern::Ip(ip) => Some(ip.to_string()),
+            };
+            if let Some(h) = own {
+                for p in [0, 22, 80, 443, 8080, 65535] {
+                    if grant.matches(&h, p) {
+                        prop_assert!(ceiling.matches(&h, p), "{} covers {} but refuses {}:{}", ceiling, grant, h, p);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Found by the `patterns` fuzz target: `[*]` parsed as "any host, web ports" and printed as
+/// `*`, which is any port. Brackets hold an IPv6 address only.
+#[test]
+fn brackets_hold_only_an_ipv6_address() {
+    for bad in ["[*]", "[*]:80", "[example.com]", "[1.2.3.4]:80", "[]"] {
+        assert!(bad.parse::<NetPattern>().is_err(), "{bad:?} parsed");
+    }
+    for good in ["[::1]", "[::1]:8080", "[::ffff:1.2.3.4]:*"] {
+        let p: NetPattern = good.parse().unwrap();
+        assert_eq!(p.to_string().parse::<NetPattern>(), Ok(p), "{good:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The path policy (the lexical part of the filesystem guard).
+
+fn access() -> impl Strategy<Value = FsAccess> {
+    prop::sample::select(vec![FsAccess::Read, FsAccess::Write, FsAccess::Replace])
+}
+
+/// A path with `.`, `..`, empty components, relative or absolute.
+fn messy_path() -> impl Strategy<Value = String> {
+    let component = prop::sample::select(vec![
+        "w",
+        "s",
+        ".git",
+        "hooks",
+        "pre-commit",
+        "secrets",
+        "key",
+        "toolhost.toml",
+        ".toolhost",
+        "src",
+        "..",
+        ".",
+        "",
+        ".envrc",
+        "etc",
+        "passwd",
+    ]);
+    (prop::sample::select(vec!["/", "/w/s/", "", "./"]), prop::collection::vec(component, 0..7))
+        .prop_map(|(start, parts)| format!("{start}{}", parts.join("/")))
+}
+
+fn path_policy() -> PathPolicy {
+    let mut p = PathPolicy::new(ws());
+    p.protect("/w/s/toolhost.toml".into(), "the config file", false);
+    p.protect(".toolhost".into(), "its state directory", false);
+    p.protect("/var/cache/toolhost".into(), "the compile cache", true);
+    p.ask_before_writing(toolhost_policy::DEFAULT_ASK_BEFORE_WRITING).unwrap();
+    let rules: Vec<Rule> = ["Read(secrets/**)", "Edit(src/key)", "Write(//etc/**)", "Read(//w/s/.git/config)"]
+        .iter()
+        .map(|r| r.parse().unwrap())
+        .collect();
+    p.deny_rules(&rules, "Hostile", true);
+    p
+}
+
+/// A refusal without its path (which is the path as given), for comparing two spellings.
+fn kind(r: Result<(), FsRefusal>) -> String {
+    match r {
+        Ok(()) => "ok".into(),
+        Err(FsRefusal::Protected { what, .. }) => format!("protected: {what}"),
+        Err(FsRefusal::Denied { rule, .. }) => format!("denied: {rule}"),
+        Err(FsRefusal::NeedsAsk { pattern, .. }) => format!("ask: {pattern}"),
+        Err(other) => format!("{other:?}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// A path is judged as the path it names, however it is spelled (`.`, `..`, `//`,
+    /// relative): the same outcome as its normalised absolute form.
+    #[test]
+    fn path_policy_judges_the_path_named(path in messy_path(), access in access()) {
+        let policy = path_policy();
+        let named = normalize(&ws().join(&path));
+        let as_given = kind(policy.check(Path::new(&path), access, &[]));
+        let normal = kind(policy.check(&named, access, &[]));
+        prop_assert_eq!(&as_given, &normal, "{:?} (= {}) {:?}", path, named.display(), access);
+        prop_assert_eq!(
+            policy.needs_ask(Path::new(&path)),
+            policy.needs_ask(&named),
+            "{:?} (= {})", path, named.display()
+        );
+    }
+
+    /// Reads are refused only by protected-and-hidden paths and deny rules; a refused read is
+    /// refused for writes too; an approval passes only an ask.
+    #[test]
+    fn path_policy_orders_its_refusals(path in messy_path()) {
+        let policy = path_policy();
+        let path = Path::new(&path);
+        let read = policy.check(path, FsAccess::Read, &[]);
+        let write = policy.check(path, FsAccess::Write, &[]);
+        let replace = policy.check(path, FsAccess::Replace, &[]);
+        if read.is_err() {
+            prop_assert!(write.is_err() && replace.is_err(), "{}: read refused, write not", path.display());
+        }
+        if write.is_err() {
+            prop_assert!(replace.is_err(), "{}: write refused, replace not", path.display());
+        }
+        let named = normalize(&ws().join(path));
+        let approved = policy.check(path, FsAccess::Write, &[named]);
+        match write {
+            Err(FsRefusal::NeedsAsk { .. }) => prop_assert!(approved.is_ok()),
+            other => prop_assert_eq!(kind(approved), kind(other)),
+        }
+    }
+}
