@@ -78,6 +78,17 @@ mod tests {
     }
 
     #[test]
+    fn private_network_access_is_named_only_with_a_network_grant() {
+        let ws = Path::new("/ws");
+        let mut g = grant(&[], &["api.example.com"], &[]);
+        g.allow_private_network = true;
+        let w = grant_warnings(&g, ws);
+        assert!(w.len() == 1 && w[0].starts_with("allow_private_network"), "{w:?}");
+        g.net.clear();
+        assert!(grant_warnings(&g, ws).is_empty(), "no network, nothing to reach");
+    }
+
+    #[test]
     fn a_hook_script_inside_a_writable_grant_is_named() {
         let g = grant(&[], &[], &[("/ws", true), ("/ro", false)]);
         assert!(hook_script_warning(&g, Path::new("/ws/hooks/check.sh")).unwrap().contains("/ws/hooks/check.sh"));
