@@ -265,6 +265,28 @@ impl PathPolicy {
         Ok(())
     }
 
+    /// [`ask_before_writing`](Self::ask_before_writing) for `patterns` at any depth anywhere,
+    /// inside the workspace and outside it (each reported by its own text): a tool granted
+    /// `~` must not write `~/.bashrc` unasked either. For names that mean the same thing in
+    /// every directory, like [`DEFAULT_ASK_BEFORE_WRITING`].
+    ///
+    /// # Errors
+    ///
+    /// The first pattern that does not compile.
+    pub fn ask_before_writing_anywhere<S: AsRef<str>>(&mut self, patterns: &[S]) -> Result<(), PathPatternError> {
+        self.ask_before_writing(patterns)?;
+        let compiled = patterns
+            .iter()
+            .map(|p| {
+                let p = p.as_ref();
+                let anywhere = format!("//**/{}", p.trim_start_matches("**/"));
+                Ok((PathPattern::new(&anywhere)?, p.to_string()))
+            })
+            .collect::<Result<Vec<_>, PathPatternError>>()?;
+        self.ask.extend(compiled);
+        Ok(())
+    }
+
     /// The deny rules that apply inside the sandbox of the tool `tool`, as Claude Code's rule
     /// families do:
     ///
@@ -569,6 +591,19 @@ mod tests {
              run"
         );
         assert_eq!(p.check(Path::new("/w/.envrc"), Write, &[]).unwrap_err().path(), Path::new("/w/.envrc"));
+    }
+
+    #[test]
+    fn default_asks_hold_outside_the_workspace_too() {
+        let mut p = PathPolicy::new(Path::new("/w"));
+        p.ask_before_writing_anywhere(DEFAULT_ASK_BEFORE_WRITING).unwrap();
+        assert_eq!(p.needs_ask(Path::new("/home/u/.bashrc")), Some(".bashrc"));
+        assert_eq!(p.needs_ask(Path::new("/home/u/repo/.git/hooks/pre-push")), Some("**/.git/hooks/"));
+        assert_eq!(p.needs_ask(Path::new("/home/u/repo/.git/config")), Some("**/.git/config"));
+        assert_eq!(p.needs_ask(Path::new("/w/.envrc")), Some(".envrc"));
+        assert_eq!(p.needs_ask(Path::new("/home/u/notes.txt")), None);
+        assert_eq!(p.needs_ask(Path::new("/home/u/.bashrc.bak")), None);
+        assert!(matches!(p.check(Path::new("/home/u/.zshrc"), FsAccess::Write, &[]), Err(FsRefusal::NeedsAsk { .. })));
     }
 
     #[test]

@@ -612,8 +612,12 @@ fn base_policy(
     for (path, what) in protected {
         policy.protect(real_or_as_is(&resolve_in(path, workspace)), what.clone(), false);
     }
-    let mut asked: Vec<String> = toolhost_policy::DEFAULT_ASK_BEFORE_WRITING.iter().map(ToString::to_string).collect();
-    asked.extend(config.permissions.protected().into_iter().map(String::from));
+    // The defaults mean the same file in every directory (a grant of `~` reaches
+    // `~/.bashrc`); the operator's own patterns are workspace-relative unless absolute.
+    policy
+        .ask_before_writing_anywhere(toolhost_policy::DEFAULT_ASK_BEFORE_WRITING)
+        .map_err(|e| Error::Config(format!("the default ask-before-writing patterns: {e}")))?;
+    let asked: Vec<&str> = config.permissions.protected();
     policy.ask_before_writing(&asked).map_err(|e| Error::Config(format!("permissions.protected: {e}")))?;
     let fs_rules: Vec<Rule> = rules
         .deny
