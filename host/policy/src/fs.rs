@@ -379,6 +379,17 @@ impl PathPolicy {
         self.ask.find(&self.absolute(path), &self.workspace)
     }
 
+    /// Whether a read of some path beneath `dir` (at any depth, `dir` absolute) could be
+    /// refused. When not, the entries of a listing of `dir` need no check of their own (links
+    /// among them still do: they may lead elsewhere).
+    pub fn may_refuse_reads_beneath(&self, dir: &Path) -> bool {
+        let dir = self.absolute(dir);
+        let dir = dir.as_ref();
+        let ws = self.workspace.as_path();
+        self.protected.iter().any(|p| p.hide && (dir.starts_with(&p.path) || p.path.starts_with(dir)))
+            || self.deny_all.entries.iter().any(|(p, _)| p.may_match_beneath(dir, ws))
+    }
+
     /// Whether nothing at all could be refused: then the caller may skip every check.
     pub fn is_empty(&self) -> bool {
         self.protected.is_empty() && self.deny_all.is_empty() && self.deny_write.is_empty() && self.ask.is_empty()
@@ -604,6 +615,25 @@ mod tests {
         assert_eq!(p.needs_ask(Path::new("/home/u/notes.txt")), None);
         assert_eq!(p.needs_ask(Path::new("/home/u/.bashrc.bak")), None);
         assert!(matches!(p.check(Path::new("/home/u/.zshrc"), FsAccess::Write, &[]), Err(FsRefusal::NeedsAsk { .. })));
+    }
+
+    #[test]
+    fn reads_beneath_a_directory_no_rule_reaches_cannot_be_refused() {
+        let mut p = PathPolicy::new(Path::new("/w"));
+        p.deny_rules(&["Read(secrets/**)".parse().unwrap(), "Read(*.key)".parse().unwrap()], "", false);
+        p.protect("/cache".into(), "the compile cache", true);
+        // `*.key` may match at any depth: every directory may hold one.
+        assert!(p.may_refuse_reads_beneath(Path::new("/w/src")));
+        let mut q = PathPolicy::new(Path::new("/w"));
+        q.deny_rules(&["Read(secrets/**)".parse().unwrap()], "", false);
+        q.protect("/cache".into(), "the compile cache", true);
+        assert!(!q.may_refuse_reads_beneath(Path::new("/w/src")));
+        assert!(q.may_refuse_reads_beneath(Path::new("/w")), "the workspace holds secrets/");
+        assert!(q.may_refuse_reads_beneath(Path::new("/w/secrets")));
+        assert!(q.may_refuse_reads_beneath(Path::new("/w/secrets/deep")));
+        assert!(q.may_refuse_reads_beneath(Path::new("/")), "the root holds the cache");
+        assert!(q.may_refuse_reads_beneath(Path::new("/cache/x")));
+        assert!(!q.may_refuse_reads_beneath(Path::new("/elsewhere")));
     }
 
     #[test]

@@ -186,6 +186,21 @@ impl PathPattern {
     }
 }
 
+impl PathPattern {
+    /// Whether the pattern may match some path beneath `dir` (an absolute, normalised path),
+    /// at any depth, erring towards yes: `dir` contains the base, or lies in the base where
+    /// the pattern's leading literal names allow (a pattern at any depth may match anywhere
+    /// beneath its base). A `no` is certain: no path beneath `dir` can match.
+    pub(crate) fn may_match_beneath(&self, dir: &Path, workspace: &Path) -> bool {
+        let base = self.base(workspace);
+        if base.starts_with(dir) {
+            return true;
+        }
+        let Ok(rel) = dir.strip_prefix(base) else { return false };
+        !self.anchored || rel.components().zip(&self.literal).all(|(c, l)| c.as_os_str() == OsStr::new(l))
+    }
+}
+
 impl FromStr for PathPattern {
     type Err = PathPatternError;
 
@@ -265,6 +280,32 @@ mod tests {
         ] {
             let e = PathPattern::new(pattern).unwrap_err().to_string();
             assert!(e.starts_with(want), "{pattern:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn may_match_beneath_table() {
+        let ws = Path::new("/w");
+        for (pattern, dir, want) in [
+            ("secrets/**", "/w", true),
+            ("secrets/**", "/", true),
+            ("secrets/**", "/w/secrets", true),
+            ("secrets/**", "/w/secrets/deep", true),
+            ("secrets/**", "/w/src", false),
+            ("secrets/**", "/w/secretsx", false),
+            ("secrets/**", "/elsewhere", false),
+            ("secrets/a.txt", "/w/secrets/a.txt/x", true),
+            ("a/*/c", "/w/a/b", true),
+            ("a/*/c", "/w/z", false),
+            ("*.key", "/w/src/deep", true),
+            ("*.key", "/elsewhere", false),
+            ("{a,b}/x", "/w/c", true),
+            ("//etc/**", "/etc/ssl", true),
+            ("//etc/**", "/usr", false),
+            ("//etc/**", "/w", false),
+        ] {
+            let p = PathPattern::new(pattern).unwrap();
+            assert_eq!(p.may_match_beneath(Path::new(dir), ws), want, "{pattern} beneath {dir}");
         }
     }
 

@@ -92,6 +92,20 @@ impl FsRules {
     fn check(&self, path: &Path, access: FsAccess, approved: &[PathBuf]) -> Result<(), FsRefusal> {
         self.policies.iter().try_for_each(|p| p.check(path, access, approved))
     }
+
+    /// Whether some entry beneath `dir` might not be readable (see
+    /// [`PathPolicy::may_refuse_reads_beneath`]).
+    fn may_refuse_reads_beneath(&self, dir: &Path) -> bool {
+        self.policies.iter().any(|p| p.may_refuse_reads_beneath(dir))
+    }
+}
+
+/// What a listing checks: the listed directory's path, and whether its entries (other than
+/// links) can all be read, which spares a check per entry.
+#[derive(Debug)]
+struct Listing {
+    dir: PathBuf,
+    all_readable: bool,
 }
 
 /// The guard's per-call state (lives in the store).
@@ -106,7 +120,7 @@ pub(crate) struct FsGuard {
     /// Directory descriptors → their resolved path, when `/proc/self/fd` is not available.
     dirs: HashMap<u32, PathBuf>,
     /// Directory listings → the listed directory's path (only when reads are checked).
-    streams: HashMap<u32, PathBuf>,
+    streams: HashMap<u32, Listing>,
     refusals: Vec<String>,
     refused_total: usize,
     skipped_names: u64,
@@ -469,7 +483,8 @@ impl HostDescriptor for GuardedFs<'_> {
         let dir = if self.guard.rules.check_reads { Some(self.dir_of(&fd)?.0) } else { None };
         let stream = self.inner.read_directory(fd).await?;
         if let Some(dir) = dir {
-            self.guard.streams.insert(stream.rep(), dir);
+            let all_readable = !self.guard.rules.may_refuse_reads_beneath(&dir);
+            self.guard.streams.insert(stream.rep(), Listing { dir, all_readable });
         }
         Ok(stream)
     }
@@ -683,7 +698,10 @@ impl HostDirectoryEntryStream for GuardedFs<'_> {
                 }
                 Err(e) => return Err(e),
             };
-            if let Some(dir) = self.guard.streams.get(&stream.rep()) {
+            if let Some(Listing { dir, all_readable }) = self.guard.streams.get(&stream.rep()) {
+                if *all_readable && entry.type_ != DescriptorType::SymbolicLink {
+                    return Ok(Some(entry));
+                }
                 let path = dir.join(&entry.name);
                 // A link is listed only if what it leads to may be read.
                 let real = if entry.type_ == DescriptorType::SymbolicLink {
