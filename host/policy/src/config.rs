@@ -143,6 +143,13 @@ pub struct HooksConfig {
     pub post_tool_use_failure: Vec<HookConfig>,
 }
 
+impl HooksConfig {
+    /// Every hook of every event.
+    pub fn all(&self) -> impl Iterator<Item = &HookConfig> {
+        self.pre_tool_use.iter().chain(&self.post_tool_use).chain(&self.post_tool_use_failure)
+    }
+}
+
 /// One command hook.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

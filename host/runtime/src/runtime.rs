@@ -561,14 +561,7 @@ impl Runtime {
 impl Runtime {
     /// The files the config's hook commands run (see [`hook_scripts`]).
     fn hook_scripts(&self) -> Vec<PathBuf> {
-        let hooks = &self.config.hooks;
-        hooks
-            .pre_tool_use
-            .iter()
-            .chain(&hooks.post_tool_use)
-            .chain(&hooks.post_tool_use_failure)
-            .flat_map(|h| hook_scripts(h.command.get_ref(), &self.workspace))
-            .collect()
+        self.config.hooks.all().flat_map(|h| hook_scripts(h.command.get_ref(), &self.workspace)).collect()
     }
 }
 
@@ -599,9 +592,7 @@ fn base_policy(
         // would make every read of every call pay for a check.
         policy.protect(cache.dir().to_path_buf(), "toolhost's compile cache", false);
     }
-    for hook in
-        config.hooks.pre_tool_use.iter().chain(&config.hooks.post_tool_use).chain(&config.hooks.post_tool_use_failure)
-    {
+    for hook in config.hooks.all() {
         for script in hook_scripts(hook.command.get_ref(), workspace) {
             policy.protect(script, "a hook script (hooks run unsandboxed)", false);
         }

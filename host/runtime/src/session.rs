@@ -144,32 +144,23 @@ impl Session {
     pub(crate) fn apply(
         &self,
         namespace: &str,
-        updates: impl IntoIterator<Item = (String, Option<String>)>,
+        updates: Vec<(String, Option<String>)>,
         limit: usize,
     ) -> Result<(), ContextFull> {
-        // The last update of each key wins; measure the change before touching the map.
-        let mut last: HashMap<String, Option<String>> = HashMap::new();
-        for (key, value) in updates {
-            if key != WORKSPACE_KEY {
-                last.insert(stored_key(namespace, &key), value);
-            }
-        }
-        if last.is_empty() {
+        let updates: Vec<_> = updates.into_iter().filter(|(key, _)| key != WORKSPACE_KEY).collect();
+        if updates.is_empty() {
             return Ok(());
         }
         let mut guard = self.context.write().unwrap_or_else(|e| e.into_inner());
-        let (mut grow, mut shrink) = (0usize, 0usize);
-        for (key, value) in &last {
-            grow += value.as_ref().map_or(0, |v| key.len() + v.len());
-            shrink += guard.map.get(key).map_or(0, |v| key.len() + v.len());
-        }
-        // `shrink` counts entries of the map, so it is at most `bytes`.
-        let would = guard.bytes + grow - shrink;
-        if grow > shrink && would > limit {
+        let change = growth(&guard.map, namespace, &updates);
+        let would = guard.bytes.saturating_add_signed(change);
+        if change > 0 && would > limit {
             return Err(ContextFull { would, limit });
         }
+        // In order: the last update of a key wins.
         let map = Arc::make_mut(&mut guard.map);
-        for (key, value) in last {
+        for (key, value) in updates {
+            let key = stored_key(namespace, &key);
             match value {
                 Some(v) => map.insert(key, v),
                 None => map.remove(&key),
@@ -213,8 +204,8 @@ mod tests {
     #[test]
     fn namespaces_keep_tools_apart() {
         let s = Session::new();
-        s.apply("tool:A", [set("k", "a")], 1000).unwrap();
-        s.apply("tool:B", [set("k", "b")], 1000).unwrap();
+        s.apply("tool:A", vec![set("k", "a")], 1000).unwrap();
+        s.apply("tool:B", vec![set("k", "b")], 1000).unwrap();
         assert_eq!(s.get("tool:A", "k").as_deref(), Some("a"));
         assert_eq!(s.get("tool:B", "k").as_deref(), Some("b"));
         assert_eq!(s.get(EMBEDDED_NAMESPACE, "k"), None);
@@ -223,14 +214,14 @@ mod tests {
     #[test]
     fn the_bound_refuses_growth_whole_and_allows_shrinking() {
         let s = Session::new();
-        s.apply("n", [set("a", "12345")], 20).unwrap(); // "n/a" + 5 = 8 bytes
+        s.apply("n", vec![set("a", "12345")], 20).unwrap(); // "n/a" + 5 = 8 bytes
         assert_eq!(s.context_bytes(), 8);
-        let err = s.apply("n", [set("b", "1"), set("c", "1234567890")], 20).unwrap_err();
+        let err = s.apply("n", vec![set("b", "1"), set("c", "1234567890")], 20).unwrap_err();
         assert_eq!(err.limit, 20);
         assert_eq!(s.get("n", "b"), None, "nothing of a refused call is applied");
-        s.apply("n", [set("a", "1")], 20).unwrap();
+        s.apply("n", vec![set("a", "1")], 20).unwrap();
         assert_eq!(s.context_bytes(), 4);
-        s.apply("n", [("a".to_string(), None)], 20).unwrap();
+        s.apply("n", vec![("a".to_string(), None)], 20).unwrap();
         assert_eq!(s.context_bytes(), 0);
         assert!(s.snapshot().is_empty());
     }
@@ -238,7 +229,7 @@ mod tests {
     #[test]
     fn saved_sessions_round_trip_with_their_allowances() {
         let s = Session::new();
-        s.apply("n", [set("a", "1")], 100).unwrap();
+        s.apply("n", vec![set("a", "1")], 100).unwrap();
         s.view().allow("Write");
         let restored = Session::restore(s.save());
         assert_eq!(restored.get("n", "a").as_deref(), Some("1"));
@@ -249,7 +240,7 @@ mod tests {
     #[test]
     fn growth_matches_what_apply_does() {
         let s = Session::new();
-        s.apply("n", [set("a", "123")], 100).unwrap();
+        s.apply("n", vec![set("a", "123")], 100).unwrap();
         let before = s.context_bytes() as isize;
         let updates = vec![set("a", "1"), set("b", "22")];
         let g = growth(&s.snapshot(), "n", &updates);

@@ -254,18 +254,14 @@ fn broad_grants(config: &Config, tools: &BTreeMap<String, Found>, workspace: &Pa
     let warn = |e: ConfigError| format!("{}:{}:{}: warning: {}", e.file.display(), e.line, e.column, e.message);
     let mut lines = Vec::new();
     // Each script with the position of the command that runs it.
-    let scripts: Vec<(PathBuf, usize)> = {
-        let h = &config.hooks;
-        h.pre_tool_use
-            .iter()
-            .chain(&h.post_tool_use)
-            .chain(&h.post_tool_use_failure)
-            .flat_map(|hook| {
-                let at = hook.command.span().start;
-                toolhost::hook_scripts(hook.command.get_ref(), workspace).into_iter().map(move |s| (s, at))
-            })
-            .collect()
-    };
+    let scripts: Vec<(PathBuf, usize)> = config
+        .hooks
+        .all()
+        .flat_map(|hook| {
+            let at = hook.command.span().start;
+            toolhost::hook_scripts(hook.command.get_ref(), workspace).into_iter().map(move |s| (s, at))
+        })
+        .collect();
     let mut warned_scripts = std::collections::BTreeSet::new();
     for (name, found) in tools {
         let tool = config.tools.get(name);
