@@ -312,6 +312,53 @@ async fn path_deny_rules_hold_inside_the_sandbox() {
     assert!(!ws_path.join("copy.txt").exists() && !ws_path.join("open").exists());
 }
 
+/// What a listing taught the guard (these entries are no links) must not outlive a change of
+/// the tree in the same call: a planted link renamed over a listed file is judged by where it
+/// leads, and a denied file stays denied however it is reached after a listing.
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_listing_showed_is_forgotten_when_the_call_changes_the_tree() {
+    let ws = workspace();
+    let ws_path = ws.path().canonicalize().unwrap();
+    fs::create_dir_all(ws_path.join("secrets")).unwrap();
+    fs::create_dir_all(ws_path.join("pub")).unwrap();
+    fs::write(ws_path.join("secrets/id.key"), format!("KEY {SECRET}\n")).unwrap();
+    fs::write(ws_path.join("pub/a.txt"), "plain\n").unwrap();
+    // A link made outside toolhost (a tool cannot make one to a denied file).
+    std::os::unix::fs::symlink("../secrets/id.key", ws_path.join("pub/planted")).unwrap();
+    let rt = runtime(&ws_path, "[permissions]\ndeny = [\"Read(secrets/**)\"]\n", |b| b).await;
+
+    let steps = |steps: Value| json!({"op": "steps", "steps": steps});
+    let out = ok(&hostile(
+        &rt,
+        steps(json!([
+            {"op": "list", "path": "pub"},
+            {"op": "read", "path": "pub/a.txt"},
+            {"op": "rename", "path": "pub/planted", "target": "pub/a.txt"},
+            {"op": "read", "path": "pub/a.txt"},
+            {"op": "stat", "path": "pub/a.txt"},
+            {"op": "list", "path": "."},
+            {"op": "read", "path": "secrets/id.key"},
+            {"op": "read", "path": "./secrets/id.key"},
+        ])),
+    )
+    .await);
+    let (steps_out, note) = out.split_once("\nThe sandbox refused file operations of this call:").expect("a note");
+    assert!(note.contains("is denied by the rule Read(secrets/**)"), "{out}");
+    let lines: Vec<&str> = steps_out.lines().collect();
+    assert_eq!(lines.len(), 8, "{out}");
+    assert_eq!(lines[0], "ok: a.txt | errors: 0", "the link to a denied file is not listed: {out}");
+    assert_eq!(lines[1], "ok: plain | ", "{out}");
+    assert!(lines[2].starts_with("ok: renamed"), "{out}");
+    for (i, line) in lines.iter().enumerate().skip(3) {
+        assert!(!line.contains(SECRET), "step {i} leaked the secret: {out}");
+    }
+    assert_eq!(lines[3], "error: read pub/a.txt: access", "{out}");
+    assert_eq!(lines[4], "error: stat pub/a.txt: access", "{out}");
+    assert_eq!(lines[5], "ok: pub | secrets | errors: 0", "{out}");
+    assert_eq!(lines[6], "error: read secrets/id.key: access", "{out}");
+    assert_eq!(lines[7], "error: read ./secrets/id.key: access", "{out}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_only_tool_cannot_ask_to_write() {
     let ws = workspace();

@@ -1,6 +1,7 @@
 //! Integration tests against real components: the default tools, misbehaving guests, the
 //! sandbox, loading, and the command line.
 
+mod agent;
 mod batch;
 mod boundary;
 mod cache;
@@ -16,6 +17,7 @@ mod mcp;
 mod network;
 mod permissions;
 mod props;
+mod registry;
 mod sandbox;
 mod schema;
 mod trust;

@@ -1,6 +1,7 @@
 //! What the default file tools cost per call through the whole pipeline, on a small tree
 //! (200 files in 20 directories): `Read` of one file, `Grep` and `Glob` over the tree, `LS`,
-//! and a `Write`. With a path deny rule too, which makes every open and listing checked.
+//! and a `Write`. With a path deny rule too, which makes every open and listing checked, and
+//! with the default config again last, as a control for the order of measurement.
 //!
 //! `cargo bench -p toolhost-tests --bench files`
 
@@ -49,7 +50,10 @@ fn files(c: &mut Criterion) {
         ("ls", ToolUse::new("t", "LS", json!({"path": ws_str}))),
         ("write", ToolUse::new("t", "Write", json!({"file_path": "out.txt", "content": "hello\n"}))),
     ];
-    for (label, toml) in [("default", ""), ("deny_rule", "[permissions]\ndeny = [\"Read(secrets/**)\"]\n")] {
+    // The default config once more at the end: a control for effects of the order (the same
+    // config measured first and last should agree; if not, compare deny_rule to the mean).
+    let deny = "[permissions]\ndeny = [\"Read(secrets/**)\"]\n";
+    for (label, toml) in [("default", ""), ("deny_rule", deny), ("default_again", "")] {
         let runtime = runtime(&rt, ws.path(), toml);
         let mut group = c.benchmark_group(format!("files_{label}"));
         group.measurement_time(Duration::from_secs(5));

@@ -2,6 +2,8 @@
 //! test guests built by `build.rs`, temporary workspaces, runtimes with chosen tools.
 
 pub mod cli;
+pub mod model_server;
+pub mod registry;
 pub mod server;
 
 use std::path::Path;

@@ -2,6 +2,7 @@
 
 mod ask;
 mod commands;
+mod install;
 mod output;
 mod setup;
 
@@ -40,6 +41,16 @@ enum Command {
     New(commands::new::NewCommand),
     /// Serve the tools over the Model Context Protocol (stdio, or streamable HTTP with --http).
     Mcp(commands::mcp::McpCommand),
+    /// Run an agent: a model answers the prompt, every tool call runs in the sandbox.
+    Agent(commands::agent::AgentCommand),
+    /// Install a tool from an OCI registry, an https URL or a file, into toolhost.toml and toolhost.lock.
+    Add(commands::add::AddCommand),
+    /// Fetch newer versions of installed tools, showing what they could touch before accepting them.
+    Update(commands::update::UpdateCommand),
+    /// Push a tool component to an OCI registry (CNCF Wasm layout), optionally signed.
+    Publish(commands::publish::PublishCommand),
+    /// Make an ed25519 key pair for signing published tools.
+    Keygen(commands::keygen::KeygenCommand),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +72,11 @@ fn main() -> ExitCode {
             Command::New(c) => c.execute(&cli.global).await,
             Command::Run(c) => c.execute(&cli.global).await,
             Command::Mcp(c) => c.execute(&cli.global).await,
+            Command::Agent(c) => c.execute(&cli.global).await,
+            Command::Add(c) => c.execute(&cli.global).await,
+            Command::Update(c) => c.execute(&cli.global).await,
+            Command::Publish(c) => c.execute(&cli.global).await,
+            Command::Keygen(c) => c.execute(&cli.global).await,
         }
     });
     match result {

@@ -40,6 +40,10 @@ pub struct GlobalArgs {
     /// More logging on stderr (-v, -vv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Refuse any difference between toolhost.toml and toolhost.lock, and never change the lock
+    /// (the default when CI=true): see `toolhost update`.
+    #[arg(long, global = true)]
+    pub locked: bool,
     /// Files of this command the host reads or writes (a session file, an events file): no tool
     /// may write them (see [`toolhost::RuntimeBuilder::protect`]).
     #[arg(skip)]
@@ -115,18 +119,19 @@ pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
 /// finish with duration and outcome kind).
 pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_file: Option<&Path>) -> Result<Loaded> {
     let config = load_config(args)?;
-    // A terminal indicatif cannot draw on (e.g. TERM=dumb) gets plain lines, not nothing.
-    let display =
-        Arc::new(if std::io::stderr().is_terminal() && !indicatif::ProgressDrawTarget::stderr().is_hidden() {
-            Display::live()
-        } else {
-            Display::Plain { verbose: verbose_events }
-        });
+    let display = Arc::new(if live_progress() { Display::live() } else { Display::Plain { verbose: verbose_events } });
     let events = event_printer(display.clone(), events_file)?;
     let pause: crate::ask::Pause = Arc::new(move |paused| display.pause(paused));
     let decider = crate::ask::TtyDecider::if_interactive(Some(pause))
         .map(|d| Arc::new(d) as Arc<dyn toolhost::PermissionDecider>);
     build_and_load(args, config, events, decider).await
+}
+
+/// Whether progress is drawn live on stderr (indicatif, one line per finished call) rather than
+/// printed as plain lines: stderr is a terminal indicatif can draw on (not e.g. TERM=dumb, which
+/// gets plain lines, not nothing).
+pub fn live_progress() -> bool {
+    std::io::stderr().is_terminal() && !indicatif::ProgressDrawTarget::stderr().is_hidden()
 }
 
 /// [`load`] for a command whose standard streams carry a protocol (`mcp`): events go only to
@@ -192,7 +197,7 @@ async fn build_and_load(
     // loaded in parallel. Config tools with a path replace an embedded tool of the same name
     // on purpose; they must declare the name of their key, and their pin is checked before
     // anything is done with the bytes.
-    let replaced = |name: &str| config.tools.get(name).is_some_and(|t| t.path.is_some());
+    let replaced = |name: &str| config.tools.get(name).is_some_and(|t| t.path.is_some() || t.source.is_some());
     let mut sources = Vec::new();
     if !args.no_default_tools {
         for (name, bytes) in toolhost_default_tools::TOOLS {
@@ -209,6 +214,18 @@ async fn build_and_load(
                 None => source.with_name(name.clone()),
             }),
             Err(e) => report(e),
+        }
+    }
+    // Installed tools (`source`): from the store, as toolhost.lock names them.
+    let lock = match config.tools.values().any(|t| t.source.is_some()) {
+        true => Some(crate::install::lock_for(args)?.1),
+        false => None,
+    };
+    for (name, tool) in &config.tools {
+        let (Some(source), Some(lock)) = (&tool.source, &lock) else { continue };
+        match crate::install::tool_source(args, &config, lock, name, source.get_ref()) {
+            Ok(s) => sources.push(s),
+            Err(e) => report(toolhost::Error::Load { origin: source.get_ref().to_string(), message: format!("{e:#}") }),
         }
     }
     for dir in &args.tools {

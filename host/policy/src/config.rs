@@ -49,6 +49,9 @@ pub struct Config {
     /// Which certificate authorities the tools' HTTPS requests trust.
     #[serde(default)]
     pub tls: TlsConfig,
+    /// Whose signatures installed tools (`source`) must carry (see [`crate::TrustConfig`]).
+    #[serde(default)]
+    pub trust: crate::TrustConfig,
     /// The text it was read from, so that errors found later (a grant beyond a tool's ceiling, a
     /// section for a tool that is not loaded) can point into it. `None` for a config built in code.
     #[serde(skip)]
@@ -219,6 +222,9 @@ pub struct ToolConfig {
     pub path: Option<Spanned<PathBuf>>,
     /// Expected sha256 of the file (hex); a mismatch refuses to load the tool.
     pub sha256: Option<Spanned<String>>,
+    /// Where an installed tool comes from (`toolhost add`): its bytes are the ones
+    /// `toolhost.lock` names, from the content-addressed store; never fetched at load.
+    pub source: Option<Spanned<crate::ToolRef>>,
     /// What the operator grants, with its position; absent means the default grant.
     pub grant: Option<Spanned<Grant>>,
     /// Let a name or `*` in the grant reach loopback, private, link-local and metadata
@@ -677,6 +683,29 @@ impl Checker<'_> {
                     self.error(sha.span().start, format!("{table}.sha256: expected 64 hex digits, got {s:?}"));
                 }
             }
+            // An installed tool is pinned by the lock file, and its bytes come from there.
+            if let Some(source) = &tool.source {
+                if let Some(path) = &tool.path {
+                    self.error(path.span().start, format!("{table}.path: a tool has a `path` or a `source`, not both"));
+                }
+                if let Some(sha) = &tool.sha256 {
+                    self.error(
+                        sha.span().start,
+                        format!(
+                            "{table}.sha256: a tool with a `source` is pinned by toolhost.lock ({}); remove this key",
+                            source.get_ref()
+                        ),
+                    );
+                }
+            }
+        }
+        for (name, signer) in &config.trust.signers {
+            for (i, prefix) in signer.sources.iter().enumerate() {
+                if prefix.get_ref().trim().is_empty() {
+                    let path = key_path(&key_path("trust.signers", name), "sources");
+                    self.error(prefix.span().start, format!("{path}[{i}]: empty source prefix"));
+                }
+            }
         }
         let p = &config.permissions;
         if let Some(mode) = &p.mode
@@ -1037,6 +1066,38 @@ matcher = "Read"
         assert_eq!(line_col("a\né = x", 5), (2, 3));
         assert_eq!(line_col("é", 1), (1, 1), "inside a character: its start");
         assert_eq!(line_col("ab", 99), (1, 3));
+    }
+
+    #[test]
+    fn installed_tools_and_trust_are_typed_with_positions() {
+        let key = "ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
+        let text = format!(
+            "[tools.Echo]\nsource = \"oci://r.io/acme/echo:1\"\n\n[trust]\nrequire_signatures = true\n\
+             [trust.signers.acme]\nkey = \"{key}\"\nsources = [\"oci://r.io/acme/\"]\n"
+        );
+        let c = parse(&text).unwrap();
+        assert_eq!(c.tools["Echo"].source.as_ref().unwrap().get_ref().to_string(), "oci://r.io/acme/echo:1");
+        assert!(c.trust.require_signatures);
+        assert_eq!(c.trust.signers["acme"].key.get_ref().to_string(), key);
+        assert!(!parse("").unwrap().trust.require_signatures, "off by default");
+
+        let bad = "[tools.A]\nsource = \"http://x/a.wasm\"\n\n[tools.B]\nsource = \"oci://r.io/b:1\"\n\
+                   sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"\n\n\
+                   [tools.C]\nsource = \"c.wasm\"\npath = \"c.wasm\"\n\n[trust.signers.x]\nkey = \"ed25519:abc\"\n\
+                   [trust.signers.y]\nkey = \"ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=\"\nsources = [\"\"]\n";
+        assert_errors(
+            &errors(bad),
+            &[
+                (2, 10, "tools.A.source: invalid tool source \"http://x/a.wasm\": unsupported scheme"),
+                (6, 10, "tools.B.sha256: a tool with a `source` is pinned by toolhost.lock"),
+                (10, 8, "tools.C.path: a tool has a `path` or a `source`, not both"),
+                (10, 8, "tools.C.path: no such file"),
+                // A bad key is left out, so the signer then lacks one: reported at the table too.
+                (12, 1, "trust.signers.x: missing field `key`"),
+                (13, 7, "trust.signers.x.key: invalid public key \"ed25519:abc\": expected `ed25519:`"),
+                (16, 12, "trust.signers.y.sources[0]: empty source prefix"),
+            ],
+        );
     }
 
     #[test]

@@ -37,6 +37,8 @@ mod net;
 mod path;
 mod path_pattern;
 mod permission;
+mod source;
+mod trust;
 mod warnings;
 
 pub use capability::Capability;
@@ -54,4 +56,6 @@ pub use net::{
 pub use path::{normalize, resolve};
 pub use path_pattern::{PathPattern, PathPatternError};
 pub use permission::{Decision, Mode, Request, Rule, RuleError, RulePattern, Rules, SubjectKind};
+pub use source::{OciRef, ToolRef, ToolRefError};
+pub use trust::{PublicKey, PublicKeyError, SignerConfig, TrustConfig};
 pub use warnings::{grant_warnings, hook_script_warning};

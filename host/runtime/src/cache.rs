@@ -269,6 +269,22 @@ fn deserialize(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
     unsafe { Component::deserialize(engine, bytes) }
 }
 
+/// Create `dir` (mode 0700) if it is missing and check it as the compile cache directory is
+/// checked: a directory owned by the effective user that no one else can write. Returns its
+/// canonical path. For other host data kept beside the cache (the installed components of
+/// `toolhost add`), which must be as safe from other users and from tools.
+///
+/// # Errors
+///
+/// A message saying why the directory cannot be used and what to do.
+pub fn private_dir(dir: &Path) -> Result<PathBuf, String> {
+    create_private_dir(dir)?;
+    let canonical =
+        dir.canonicalize().map_err(|e| format!("cannot resolve {}: {e}; {USE_ANOTHER_DIR}", dir.display()))?;
+    check_dir(&canonical)?;
+    Ok(canonical)
+}
+
 /// Create `dir` with mode 0700 if it does not exist (its missing parents as usual).
 fn create_private_dir(dir: &Path) -> Result<(), String> {
     if dir.symlink_metadata().is_ok() {

@@ -16,7 +16,10 @@
 //! Paths are checked **after resolving links**: a write is resolved before it happens (the
 //! parent directory canonicalised, the last component followed when the guest asked to
 //! follow), a read after it happened (the real path of the opened descriptor, from
-//! `/proc/self/fd`), so `innocent.txt -> id.key` reads as `id.key`. During a host call the guest
+//! `/proc/self/fd`), so `innocent.txt -> id.key` reads as `id.key`. A read of an entry of a
+//! directory that this call listed to the end without meeting a link is checked before
+//! instead, by path, and opened without following (a walk lists a directory, then opens each
+//! entry: one syscall each, not two). During a host call the guest
 //! is suspended and calls that run beside it have read-only grants, so nothing the tool controls
 //! can move a link between the check and the operation.
 //!
@@ -30,7 +33,7 @@
 //! With no rule that can refuse a read (the default config), reads and listings cost nothing
 //! extra; every write pays one path resolution.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,11 +104,13 @@ impl FsRules {
 }
 
 /// What a listing checks: the listed directory's path, and whether its entries (other than
-/// links) can all be read, which spares a check per entry.
+/// links) can all be read, which spares a check per entry; what it learns: whether any entry
+/// may be a link.
 #[derive(Debug)]
 struct Listing {
     dir: PathBuf,
     all_readable: bool,
+    links: bool,
 }
 
 /// The guard's per-call state (lives in the store).
@@ -129,6 +134,17 @@ pub(crate) struct FsGuard {
     /// Real paths of directories resolved in this call (a walk stats many files in one
     /// directory: one resolution each). Emptied by every operation that changes directories.
     resolved: HashMap<PathBuf, PathBuf>,
+    /// Real paths of directories that a listing in this call read to the end without meeting
+    /// a link (or an entry of unknown type): opening or stat-ing an entry of one needs no
+    /// resolution of its own (a walk lists a directory, then opens each entry). Emptied with
+    /// `resolved`.
+    linkless: HashSet<PathBuf>,
+    /// Paths found not to exist (or not to resolve) in this call: a walk probes the same
+    /// missing `.git/info` in every directory. Emptied by every operation that creates anything.
+    missing: HashSet<PathBuf>,
+    /// Real directories → whether a read of something beneath may be refused (a function of
+    /// the rules alone, so never forgotten): entries of the others need no check.
+    refusable: HashMap<PathBuf, bool>,
 }
 
 impl FsGuard {
@@ -280,39 +296,125 @@ fn resolve_unfollowed(joined: &Path) -> PathBuf {
 /// Directories remembered per call at most (a walk over a huge tree cannot grow it without end).
 const MAX_RESOLVED: usize = 4096;
 
+/// `rel` split into its parent part and last name, when it names an entry beneath the
+/// directory by plain names only (`.` allowed, no `..`, not absolute): then the entry's real
+/// path is its parent's real path joined with the name, unless the name is a link.
+fn plain_relative(rel: &str) -> Option<(&Path, &std::ffi::OsStr)> {
+    let rel = Path::new(rel);
+    if !rel.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
+        return None;
+    }
+    match rel.components().next_back() {
+        Some(Component::Normal(name)) => Some((rel.parent().unwrap_or(Path::new("")), name)),
+        _ => None,
+    }
+}
+
 impl GuardedFs<'_> {
+    /// The real path of the directory at `path`, remembered for the call (and so is its
+    /// absence).
+    fn real_dir(&mut self, path: &Path) -> Option<PathBuf> {
+        if let Some(p) = self.guard.resolved.get(path) {
+            return Some(p.clone());
+        }
+        if self.guard.missing.contains(path) {
+            return None;
+        }
+        let Ok(real) = std::fs::canonicalize(path) else {
+            if self.guard.missing.len() >= MAX_RESOLVED {
+                self.guard.missing.clear();
+            }
+            self.guard.missing.insert(path.to_path_buf());
+            return None;
+        };
+        if self.guard.resolved.len() >= MAX_RESOLVED {
+            self.guard.resolved.clear();
+        }
+        self.guard.resolved.insert(path.to_path_buf(), real.clone());
+        Some(real)
+    }
+
+    /// Where `name` in the missing directory `parent` (no `..` in it) would be: the real path
+    /// of its deepest existing ancestor, then the rest as written ([`resolve_unfollowed`] with
+    /// what the call remembers).
+    fn resolve_missing(&mut self, parent: &Path, name: &std::ffi::OsStr) -> PathBuf {
+        for ancestor in parent.ancestors().skip(1) {
+            if let Some(real) = self.real_dir(ancestor) {
+                let rest = parent.strip_prefix(ancestor).unwrap_or(Path::new(""));
+                return real.join(rest).join(name);
+            }
+        }
+        parent.join(name)
+    }
+
+    /// Something may have been created: forget what was missing.
+    fn created(&mut self) {
+        self.guard.missing.clear();
+    }
+
     /// [`resolve_at`] with the parent directory's real path remembered for the call.
     fn resolve(&mut self, dir: &Path, rel: &str, follow: bool) -> PathBuf {
         let joined = dir.join(rel);
         let (Some(parent), Some(Component::Normal(name))) = (joined.parent(), joined.components().next_back()) else {
             return resolve_at(dir, rel, follow);
         };
-        let real_parent = match self.guard.resolved.get(parent) {
-            Some(p) => p.clone(),
-            None => match std::fs::canonicalize(parent) {
-                Ok(p) => {
-                    if self.guard.resolved.len() >= MAX_RESOLVED {
-                        self.guard.resolved.clear();
-                    }
-                    self.guard.resolved.insert(parent.to_path_buf(), p.clone());
-                    p
-                }
-                Err(_) => return resolve_at(dir, rel, follow),
-            },
+        let Some(real_parent) = self.real_dir(parent) else {
+            // After a link, `..` goes where the kernel goes, not where the text says: the
+            // uncached way.
+            if parent.components().any(|c| c == Component::ParentDir) {
+                return resolve_at(dir, rel, follow);
+            }
+            return self.resolve_missing(parent, name);
         };
-        let candidate = real_parent.join(name);
-        if !follow {
-            return candidate;
+        if !follow || self.guard.linkless.contains(&real_parent) {
+            return real_parent.join(name);
         }
+        let candidate = real_parent.join(name);
         match std::fs::symlink_metadata(&candidate) {
             Ok(m) if m.file_type().is_symlink() => follow_final(&candidate),
             _ => candidate,
         }
     }
 
+    /// The real path an operation on `rel` beneath `dir` reaches, when it is known without
+    /// asking the kernel afterwards: `rel` is made of plain names, and its last one is either
+    /// not followed or in a directory this call listed without meeting a link. Exact because nothing but this
+    /// call's guest can change the tree during the call (calls beside it are read-only), and
+    /// every change it makes through this guard forgets what was learned (`tree_changes`).
+    fn known_target(&mut self, dir: &Path, rel: &str, follow: bool) -> Option<PathBuf> {
+        let (parent, name) = plain_relative(rel)?;
+        let real_parent = self.real_dir(&dir.join(parent))?;
+        (!follow || self.guard.linkless.contains(&real_parent)).then(|| real_parent.join(name))
+    }
+
+    /// Whether a read of `path` (a real path) may be refused: false, without matching any rule,
+    /// when no rule reaches beneath its directory (remembered per directory).
+    fn read_refusable(&mut self, path: &Path) -> bool {
+        let Some(parent) = path.parent() else { return true };
+        if let Some(&r) = self.guard.refusable.get(parent) {
+            return r;
+        }
+        let r = self.guard.rules.may_refuse_reads_beneath(parent);
+        if self.guard.refusable.len() >= MAX_RESOLVED {
+            self.guard.refusable.clear();
+        }
+        self.guard.refusable.insert(parent.to_path_buf(), r);
+        r
+    }
+
+    /// [`GuardedFs::check`] of a read of `real`, skipped where no rule reaches.
+    fn check_read_of(&mut self, op: &str, real: &Path) -> FsResult<()> {
+        if !self.read_refusable(real) {
+            return Ok(());
+        }
+        self.check(op, real, FsAccess::Read)
+    }
+
     /// Forget resolved directories: the guest is changing the tree.
     fn tree_changes(&mut self) {
         self.guard.resolved.clear();
+        self.guard.linkless.clear();
+        self.guard.missing.clear();
         // With procfs, descriptor paths are asked again; without it they are all there is.
         if self.guard.procfs {
             self.guard.dirs.clear();
@@ -387,6 +489,9 @@ impl GuardedFs<'_> {
             return Ok(());
         }
         let (dir, _) = self.dir_of(fd)?;
+        if let Some(real) = self.known_target(&dir, rel, follow) {
+            return self.check_read_of(op, &real);
+        }
         let target = self.resolve(&dir, rel, follow);
         self.check(op, &target, FsAccess::Read)
     }
@@ -484,7 +589,7 @@ impl HostDescriptor for GuardedFs<'_> {
         let stream = self.inner.read_directory(fd).await?;
         if let Some(dir) = dir {
             let all_readable = !self.guard.rules.may_refuse_reads_beneath(&dir);
-            self.guard.streams.insert(stream.rep(), Listing { dir, all_readable });
+            self.guard.streams.insert(stream.rep(), Listing { dir, all_readable, links: false });
         }
         Ok(stream)
     }
@@ -546,6 +651,7 @@ impl HostDescriptor for GuardedFs<'_> {
                 self.check("hard link at", &dest, FsAccess::Write)?;
             }
         }
+        self.created();
         self.inner.link_at(fd, old_path_flags, old_path, new_descriptor, new_path).await
     }
 
@@ -564,11 +670,27 @@ impl HostDescriptor for GuardedFs<'_> {
         let mutates = flags.intersects(DescriptorFlags::WRITE | DescriptorFlags::MUTATE_DIRECTORY)
             || oflags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE);
         let write_check = mutates && self.writable(&fd)?;
+        if oflags.contains(OpenFlags::CREATE) {
+            self.created();
+        }
         if !write_check && !self.guard.rules.check_reads && self.guard.procfs {
             // A read no rule can refuse: nothing to check (the common case costs nothing).
             return self.inner.open_at(fd, path_flags, path, oflags, flags).await;
         }
         let (dir, _) = self.dir_of(&fd)?;
+        if !write_check && let Some(real) = self.known_target(&dir, &path, follow) {
+            // A read of a path known exactly: checked before, without asking the kernel after.
+            // Opened without following the last name: it was listed as no link, and should it
+            // have become one since (another process), the open fails instead of going
+            // elsewhere.
+            self.check_read_of("read", &real)?;
+            let path_flags = path_flags & !PathFlags::SYMLINK_FOLLOW;
+            let opened = self.inner.open_at(fd, path_flags, path, oflags, flags).await?;
+            if matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
+                self.guard.dirs.insert(opened.rep(), real);
+            }
+            return Ok(opened);
+        }
         if write_check {
             // Before: a create or truncate cannot be undone.
             let target = self.resolve(&dir, &path, follow);
@@ -585,7 +707,7 @@ impl HostDescriptor for GuardedFs<'_> {
             self.inner.table.delete(opened)?;
             return Err(self.refuse(if write_check { "write" } else { "read" }, r));
         }
-        if !self.guard.procfs && matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
+        if matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
             self.guard.dirs.insert(opened.rep(), real);
         }
         Ok(opened)
@@ -690,7 +812,17 @@ impl HostDirectoryEntryStream for GuardedFs<'_> {
         loop {
             let entry = match self.inner.read_directory_entry(Resource::new_borrow(stream.rep())).await {
                 Ok(Some(entry)) => entry,
-                Ok(None) => return Ok(None),
+                Ok(None) => {
+                    if let Some(listing) = self.guard.streams.get(&stream.rep())
+                        && !listing.links
+                    {
+                        if self.guard.linkless.len() >= MAX_RESOLVED {
+                            self.guard.linkless.clear();
+                        }
+                        self.guard.linkless.insert(listing.dir.clone());
+                    }
+                    return Ok(None);
+                }
                 // One name no WASI path can express must not end the listing: skip and count it.
                 Err(e) if e.downcast_ref() == Some(&ErrorCode::IllegalByteSequence) => {
                     self.guard.skipped_names += 1;
@@ -698,7 +830,10 @@ impl HostDirectoryEntryStream for GuardedFs<'_> {
                 }
                 Err(e) => return Err(e),
             };
-            if let Some(Listing { dir, all_readable }) = self.guard.streams.get(&stream.rep()) {
+            if let Some(Listing { dir, all_readable, links }) = self.guard.streams.get_mut(&stream.rep()) {
+                if !matches!(entry.type_, DescriptorType::RegularFile | DescriptorType::Directory) {
+                    *links = true;
+                }
                 if *all_readable && entry.type_ != DescriptorType::SymbolicLink {
                     return Ok(Some(entry));
                 }

@@ -48,6 +48,7 @@ mod spill;
 mod state;
 
 pub use batch::Submission;
+pub use cache::private_dir;
 pub use engine::{EngineOptions, ToolEngine};
 pub use error::{Error, Result};
 pub use event::{Event, EventSink};

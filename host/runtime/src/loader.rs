@@ -50,6 +50,9 @@ pub struct ToolSource {
     pub expected_sha256: Option<String>,
     /// If set, the name the tool must declare (the `[tools.NAME]` that points at the file).
     pub expected_name: Option<String>,
+    /// If set, the name the tool is registered under whatever it declares: an installed
+    /// third-party tool (`toolhost add --name`) goes by the operator's name for it.
+    pub rename: Option<String>,
     /// The context namespace it shares with others; `None`: its own (see [`crate::session`]).
     pub(crate) context_namespace: Option<String>,
 }
@@ -82,7 +85,7 @@ impl ToolSource {
     }
 
     fn new(origin: Origin, bytes: Arc<[u8]>) -> Self {
-        ToolSource { origin, bytes, expected_sha256: None, expected_name: None, context_namespace: None }
+        ToolSource { origin, bytes, expected_sha256: None, expected_name: None, rename: None, context_namespace: None }
     }
 
     /// Require the tool to declare this name: one that declares another is refused.
@@ -91,10 +94,17 @@ impl ToolSource {
         self
     }
 
-    /// The name known before anything runs: the one required, or an embedded tool's.
+    /// Register the tool as `name`, whatever name it declares (no name is then required).
+    pub fn renamed(mut self, name: impl Into<String>) -> Self {
+        self.rename = Some(name.into());
+        self
+    }
+
+    /// The name known before anything runs: the one given, the one required, or an embedded
+    /// tool's.
     pub(crate) fn known_name(&self) -> Option<&str> {
-        match (&self.expected_name, &self.origin) {
-            (Some(name), _) | (None, Origin::Embedded(name)) => Some(name),
+        match (&self.rename, &self.expected_name, &self.origin) {
+            (Some(name), _, _) | (None, Some(name), _) | (None, None, Origin::Embedded(name)) => Some(name),
             _ => None,
         }
     }

@@ -410,7 +410,10 @@ impl Runtime {
 
     /// Check a prepared tool against the config and the tools already loaded, and register it.
     fn register(&mut self, source: ToolSource, prepared: Prepared) -> Result<String> {
-        let Prepared { compiled, info, validator } = prepared;
+        let Prepared { compiled, mut info, validator } = prepared;
+        if let Some(name) = &source.rename {
+            info.name = name.clone();
+        }
         let name = info.name.clone();
         let load_error = |message: String| Error::Load { origin: source.origin.to_string(), message };
         if let Some(expected) = &source.expected_name
@@ -433,6 +436,18 @@ impl Runtime {
                 );
                 return Err(load_error(self.config.tool_error(&name, &message).to_string()));
             }
+        }
+        // Likewise a `[tools.NAME] source` (an installed tool, loaded renamed to NAME): no
+        // other component takes NAME and its grant, even when the installed one failed to load.
+        if let Some(installed) = self.config.tools.get(&name).and_then(|t| t.source.as_ref())
+            && source.rename.as_deref() != Some(name.as_str())
+        {
+            let message = format!(
+                "{} declares the tool name {name:?}, which [tools.{name}] gives to {}; not loaded (rename one of them)",
+                source.origin,
+                installed.get_ref()
+            );
+            return Err(load_error(self.config.tool_error(&name, &message).to_string()));
         }
         if let Some(existing) = self.tools.get(&name) {
             return Err(Error::Duplicate {

@@ -49,6 +49,25 @@ async fn granted_here(global: &GlobalArgs, engine: &ToolEngine, source: ToolSour
     })
 }
 
+/// Who signed the file (its `FILE.sig`), under this config's `[trust]`.
+fn file_signer(global: &GlobalArgs, file: &std::path::Path, sha256: &str) -> String {
+    let sig_file = std::path::PathBuf::from(format!("{}.sig", file.display()));
+    let signature = match std::fs::read(&sig_file) {
+        Ok(bytes) => match toolhost_registry::sign::Signature::from_json(&bytes) {
+            Ok(s) => Some(s),
+            Err(e) => return format!("refused: {}: {e}", sig_file.display()),
+        },
+        Err(_) => None,
+    };
+    let trust = setup::load_config(global).map(|c| c.trust).unwrap_or_default();
+    let source = toolhost_policy::ToolRef::File(file.to_path_buf());
+    let verdict = toolhost_registry::sign::judge(signature.as_ref(), &format!("sha256:{sha256}"), &source, &trust);
+    match verdict {
+        Ok(s) => s.to_string(),
+        Err(e) => format!("refused: {e}"),
+    }
+}
+
 fn list_or(items: &[String], none: &str) -> String {
     if items.is_empty() { none.to_string() } else { items.join(", ") }
 }
@@ -60,12 +79,14 @@ impl InspectCommand {
         let cache = setup::cache_dir();
         let i = toolhost::inspect(&engine, &source, cache.as_deref()).await?;
         let here = granted_here(global, &engine, source).await;
+        let signer = file_signer(global, &self.file, &i.sha256);
         if self.json {
             let mut v = serde_json::to_value(&i)?;
             match &here {
                 Ok(g) => v["granted"] = serde_json::to_value(g)?,
                 Err(e) => v["grant_error"] = e.clone().into(),
             }
+            v["signer"] = signer.clone().into();
             crate::output::outln!("{}", serde_json::to_string_pretty(&v)?);
             return Ok(0);
         }
@@ -73,6 +94,7 @@ impl InspectCommand {
         crate::output::outln!("size:        {} bytes", i.size);
         crate::output::outln!("sha256:      {}", i.sha256);
         crate::output::outln!("name:        {}", i.info.name);
+        crate::output::outln!("signer:      {signer}");
         crate::output::outln!("read-only:   {}", i.info.read_only);
         crate::output::outln!("subject:     {}", i.info.permission_subject.as_deref().unwrap_or("(none)"));
         let ceiling: Vec<String> = i.info.capabilities.iter().map(ToString::to_string).collect();

@@ -32,6 +32,9 @@ impl ListCommand {
         let rt = &loaded.runtime;
         // Already read (and checked) by `setup::load`; here only to tell where a grant comes from.
         let config = setup::load_config(global)?;
+        // Installed tools: who signed them, as the lock and [trust] say.
+        let lock = crate::install::lock_for(global).map(|(_, l)| l).unwrap_or_default();
+        let signer = |tool: &str| crate::install::signer_shown(&config, tool, &lock);
         let grant_from = |tool: &str| {
             if config.tools.get(tool).and_then(|t| t.grant()).is_some() { "config" } else { "default" }
         };
@@ -50,6 +53,7 @@ impl ListCommand {
                         "operator_grant": strings(&t.grant.capabilities(rt.workspace())),
                         "operator_grant_from": grant_from(&t.info.name),
                         "origin": t.origin.to_string(),
+                        "signer": signer(&t.info.name),
                         "sha256": t.sha256,
                         "size": t.size,
                         "limits": t.limits,
@@ -68,6 +72,9 @@ impl ListCommand {
                 crate::output::outln!("  {first}");
                 crate::output::outln!("  ceiling: {}", caps(&t.info.capabilities));
                 crate::output::outln!("  granted: {}", caps(&t.effective.capabilities()));
+                if let Some(signer) = signer(&t.info.name) {
+                    crate::output::outln!("  signer: {signer}");
+                }
                 // What the operator asked for, when the ceiling (or a missing directory) cut it.
                 let asked = t.grant.capabilities(rt.workspace());
                 if !same(&asked, &t.effective.capabilities()) {

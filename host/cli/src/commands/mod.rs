@@ -1,9 +1,14 @@
 //! One module per subcommand, each with an `execute`.
 
+pub mod add;
+pub mod agent;
 pub mod call;
 pub mod config;
 pub mod inspect;
+pub mod keygen;
 pub mod list;
 pub mod mcp;
 pub mod new;
+pub mod publish;
 pub mod run;
+pub mod update;

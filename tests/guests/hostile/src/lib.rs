@@ -49,6 +49,9 @@ enum Op {
     /// Open `path` with the flags in `content` (comma-separated among `create`, `truncate`,
     /// `exclusive`, `directory`, `write`, `read`) and report success or the error.
     Open,
+    /// Run `steps` in order within this one call (what the host learns in one step can be
+    /// stale in the next); the output has one line per step, `ok: OUTPUT` or `error: MESSAGE`.
+    Steps,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -66,6 +69,8 @@ struct Input {
     claim_safe: Option<bool>,
     /// Follow a symlink in the last component (default true; false for `hardlink`).
     follow: Option<bool>,
+    /// For `steps`: the operations to run, in order.
+    steps: Option<Vec<Input>>,
 }
 
 struct Hostile;
@@ -89,6 +94,7 @@ fn op_name(op: Op) -> &'static str {
         Op::Big => "big",
         Op::SymlinkBig => "symlink_big",
         Op::Open => "open",
+        Op::Steps => "steps",
     }
 }
 
@@ -223,126 +229,142 @@ impl Tool for Hostile {
     }
 
     fn call(input: Input) -> Result<Output, ToolError> {
-        let op = op_name(input.op);
-        if input.op == Op::Big {
-            return big(input.content.as_deref(), input.n).map(Output::text);
+        run(&input).map(Output::text)
+    }
+}
+
+fn error_text(e: &ToolError) -> String {
+    match e {
+        ToolError::InvalidInput(m) | ToolError::Denied(m) | ToolError::Failed(m) => m.clone(),
+    }
+}
+
+fn run(input: &Input) -> Result<String, ToolError> {
+    let op = op_name(input.op);
+    if input.op == Op::Big {
+        return big(input.content.as_deref(), input.n);
+    }
+    if input.op == Op::Steps {
+        let steps = input.steps.as_deref().ok_or_else(|| ToolError::InvalidInput("`steps` is required".into()))?;
+        let lines: Vec<String> = steps
+            .iter()
+            .map(|step| match run(step) {
+                Ok(out) => format!("ok: {}", out.replace('\n', " | ")),
+                Err(e) => format!("error: {}", error_text(&e)),
+            })
+            .collect();
+        return Ok(lines.join("\n"));
+    }
+    let path = need(&input.path, "path")?;
+    let fs = Fs::new();
+    let (dir, rel) = fs.resolve(op, path)?;
+    let follow = path_flags(input.follow.unwrap_or(true));
+    let content = input.content.as_deref().unwrap_or("");
+    let err = |c| wasi_err(op, path, c);
+    match input.op {
+        Op::Write => {
+            let file = dir
+                .open_at(follow, &rel, OpenFlags::CREATE | OpenFlags::TRUNCATE, DescriptorFlags::WRITE)
+                .map_err(err)?;
+            write_all(op, path, &file, content.as_bytes())?;
+            Ok(format!("wrote {} bytes", content.len()))
         }
-        let path = need(&input.path, "path")?;
-        let fs = Fs::new();
-        let (dir, rel) = fs.resolve(op, path)?;
-        let follow = path_flags(input.follow.unwrap_or(true));
-        let content = input.content.as_deref().unwrap_or("");
-        let err = |c| wasi_err(op, path, c);
-        match input.op {
-            Op::Write => {
-                let file = dir
-                    .open_at(follow, &rel, OpenFlags::CREATE | OpenFlags::TRUNCATE, DescriptorFlags::WRITE)
-                    .map_err(err)?;
-                write_all(op, path, &file, content.as_bytes())?;
-                Ok(Output::text(format!("wrote {} bytes", content.len())))
+        Op::Append => {
+            let file = dir.open_at(follow, &rel, OpenFlags::empty(), DescriptorFlags::WRITE).map_err(err)?;
+            let stream = file.append_via_stream().map_err(err)?;
+            for chunk in content.as_bytes().chunks(4096) {
+                stream.blocking_write_and_flush(chunk).map_err(|e| stream_err(op, path, e))?;
             }
-            Op::Append => {
-                let file = dir.open_at(follow, &rel, OpenFlags::empty(), DescriptorFlags::WRITE).map_err(err)?;
-                let stream = file.append_via_stream().map_err(err)?;
-                for chunk in content.as_bytes().chunks(4096) {
-                    stream.blocking_write_and_flush(chunk).map_err(|e| stream_err(op, path, e))?;
+            Ok(format!("appended {} bytes", content.len()))
+        }
+        Op::Read => {
+            let file = dir.open_at(follow, &rel, OpenFlags::empty(), DescriptorFlags::READ).map_err(err)?;
+            let mut bytes = Vec::new();
+            loop {
+                let (chunk, eof) = file.read(65536, bytes.len() as u64).map_err(err)?;
+                bytes.extend_from_slice(&chunk);
+                if eof || chunk.is_empty() {
+                    break;
                 }
-                Ok(Output::text(format!("appended {} bytes", content.len())))
             }
-            Op::Read => {
-                let file = dir.open_at(follow, &rel, OpenFlags::empty(), DescriptorFlags::READ).map_err(err)?;
-                let mut bytes = Vec::new();
-                loop {
-                    let (chunk, eof) = file.read(65536, bytes.len() as u64).map_err(err)?;
-                    bytes.extend_from_slice(&chunk);
-                    if eof || chunk.is_empty() {
-                        break;
-                    }
-                }
-                Ok(Output::text(String::from_utf8_lossy(&bytes).into_owned()))
-            }
-            Op::List => {
-                let d = dir.open_at(follow, &rel, OpenFlags::DIRECTORY, DescriptorFlags::READ).map_err(err)?;
-                let entries = d.read_directory().map_err(err)?;
-                let mut names = Vec::new();
-                let mut errors = 0u64;
-                loop {
-                    match entries.read_directory_entry() {
-                        Ok(Some(entry)) => names.push(entry.name),
-                        Ok(None) => break,
-                        // Keep going: one unreadable entry must not hide the others. A stream
-                        // that only ever fails would loop forever, hence the cap.
-                        Err(_) => {
-                            errors += 1;
-                            if errors >= 100_000 {
-                                break;
-                            }
+            Ok(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        Op::List => {
+            let d = dir.open_at(follow, &rel, OpenFlags::DIRECTORY, DescriptorFlags::READ).map_err(err)?;
+            let entries = d.read_directory().map_err(err)?;
+            let mut names = Vec::new();
+            let mut errors = 0u64;
+            loop {
+                match entries.read_directory_entry() {
+                    Ok(Some(entry)) => names.push(entry.name),
+                    Ok(None) => break,
+                    // Keep going: one unreadable entry must not hide the others. A stream
+                    // that only ever fails would loop forever, hence the cap.
+                    Err(_) => {
+                        errors += 1;
+                        if errors >= 100_000 {
+                            break;
                         }
                     }
                 }
-                names.sort();
-                names.push(format!("errors: {errors}"));
-                Ok(Output::text(names.join("\n")))
             }
-            Op::Stat => {
-                let stat = dir.stat_at(follow, &rel).map_err(err)?;
-                Ok(Output::text(format!(
-                    "type: {}\nsize: {}\nlinks: {}",
-                    type_name(stat.type_),
-                    stat.size,
-                    stat.link_count
-                )))
-            }
-            Op::Symlink | Op::SymlinkBig => {
-                let target = need(&input.target, "target")?;
-                dir.symlink_at(target, &rel).map_err(|c| wasi_err(op, &format!("{path} -> {target}"), c))?;
-                if input.op == Op::SymlinkBig {
-                    return big(input.content.as_deref(), input.n).map(Output::text);
-                }
-                Ok(Output::text(format!("linked {path} -> {target}")))
-            }
-            Op::Hardlink => {
-                let target = need(&input.target, "target")?;
-                let (old_dir, old_rel) = fs.resolve(op, target)?;
-                let old_flags = path_flags(input.follow.unwrap_or(false));
-                old_dir
-                    .link_at(old_flags, &old_rel, dir, &rel)
-                    .map_err(|c| wasi_err(op, &format!("{path} -> {target}"), c))?;
-                Ok(Output::text(format!("linked {path} -> {target}")))
-            }
-            Op::Rename => {
-                let target = need(&input.target, "target")?;
-                let (new_dir, new_rel) = fs.resolve(op, target)?;
-                dir.rename_at(&rel, new_dir, &new_rel).map_err(|c| wasi_err(op, &format!("{path} -> {target}"), c))?;
-                Ok(Output::text(format!("renamed {path} -> {target}")))
-            }
-            Op::Remove => match dir.unlink_file_at(&rel) {
-                Ok(()) => Ok(Output::text(format!("removed {path}"))),
-                Err(code @ (ErrorCode::IsDirectory | ErrorCode::NotPermitted | ErrorCode::Access)) => {
-                    // unlink refuses directories (EISDIR on Linux, EPERM elsewhere): if it is one,
-                    // remove it as a directory; otherwise the first refusal stands.
-                    match dir.stat_at(PathFlags::empty(), &rel) {
-                        Ok(stat) if stat.type_ == DescriptorType::Directory => {
-                            dir.remove_directory_at(&rel).map_err(err)?;
-                            Ok(Output::text(format!("removed {path}")))
-                        }
-                        _ => Err(err(code)),
-                    }
-                }
-                Err(code) => Err(err(code)),
-            },
-            Op::Mkdir => {
-                dir.create_directory_at(&rel).map_err(err)?;
-                Ok(Output::text(format!("created {path}")))
-            }
-            Op::Open => {
-                let (open_flags, desc_flags) = parse_open_flags(content)?;
-                let file = dir.open_at(follow, &rel, open_flags, desc_flags).map_err(err)?;
-                let kind = file.get_type().map(type_name).unwrap_or("unknown");
-                Ok(Output::text(format!("opened {kind}")))
-            }
-            Op::Big => unreachable!("handled above"),
+            names.sort();
+            names.push(format!("errors: {errors}"));
+            Ok(names.join("\n"))
         }
+        Op::Stat => {
+            let stat = dir.stat_at(follow, &rel).map_err(err)?;
+            Ok(format!("type: {}\nsize: {}\nlinks: {}", type_name(stat.type_), stat.size, stat.link_count))
+        }
+        Op::Symlink | Op::SymlinkBig => {
+            let target = need(&input.target, "target")?;
+            dir.symlink_at(target, &rel).map_err(|c| wasi_err(op, &format!("{path} -> {target}"), c))?;
+            if input.op == Op::SymlinkBig {
+                return big(input.content.as_deref(), input.n);
+            }
+            Ok(format!("linked {path} -> {target}"))
+        }
+        Op::Hardlink => {
+            let target = need(&input.target, "target")?;
+            let (old_dir, old_rel) = fs.resolve(op, target)?;
+            let old_flags = path_flags(input.follow.unwrap_or(false));
+            old_dir
+                .link_at(old_flags, &old_rel, dir, &rel)
+                .map_err(|c| wasi_err(op, &format!("{path} -> {target}"), c))?;
+            Ok(format!("linked {path} -> {target}"))
+        }
+        Op::Rename => {
+            let target = need(&input.target, "target")?;
+            let (new_dir, new_rel) = fs.resolve(op, target)?;
+            dir.rename_at(&rel, new_dir, &new_rel).map_err(|c| wasi_err(op, &format!("{path} -> {target}"), c))?;
+            Ok(format!("renamed {path} -> {target}"))
+        }
+        Op::Remove => match dir.unlink_file_at(&rel) {
+            Ok(()) => Ok(format!("removed {path}")),
+            Err(code @ (ErrorCode::IsDirectory | ErrorCode::NotPermitted | ErrorCode::Access)) => {
+                // unlink refuses directories (EISDIR on Linux, EPERM elsewhere): if it is one,
+                // remove it as a directory; otherwise the first refusal stands.
+                match dir.stat_at(PathFlags::empty(), &rel) {
+                    Ok(stat) if stat.type_ == DescriptorType::Directory => {
+                        dir.remove_directory_at(&rel).map_err(err)?;
+                        Ok(format!("removed {path}"))
+                    }
+                    _ => Err(err(code)),
+                }
+            }
+            Err(code) => Err(err(code)),
+        },
+        Op::Mkdir => {
+            dir.create_directory_at(&rel).map_err(err)?;
+            Ok(format!("created {path}"))
+        }
+        Op::Open => {
+            let (open_flags, desc_flags) = parse_open_flags(content)?;
+            let file = dir.open_at(follow, &rel, open_flags, desc_flags).map_err(err)?;
+            let kind = file.get_type().map(type_name).unwrap_or("unknown");
+            Ok(format!("opened {kind}"))
+        }
+        Op::Big | Op::Steps => unreachable!("handled above"),
     }
 }
 

@@ -1,0 +1,176 @@
+//! # Retries
+//!
+//! A request that fails with 429 (rate limited), a 5xx (including Anthropic's 529, overloaded)
+//! or a connection error is sent again, after the server's `retry-after` when it gave one,
+//! else after an exponential backoff with full jitter (so many agents throttled at once do not
+//! come back in step). Anything else (400, 404, …) is final at once; 401 and 403 are an
+//! authentication failure.
+
+use crate::error::{Error, Result, RetryNotice};
+use crate::provider::TurnSink;
+use std::time::Duration;
+
+/// How failed requests are retried. Defaults: 4 retries, base delay 500 ms, doubling, each
+/// delay at most 30 s, a server's `retry-after` honoured up to 60 s.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// The first backoff's ceiling; each retry doubles it.
+    pub base: Duration,
+    /// The largest backoff.
+    pub max_backoff: Duration,
+    /// The largest `retry-after` waited for; a longer one is cut to this (the next attempt may
+    /// then fail again, and count as a retry).
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 4,
+            base: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `retry` (1-based): the server's `retry-after` when given
+    /// (at most `max_retry_after`), else a uniformly random delay up to `base · 2^(retry-1)`
+    /// (at most `max_backoff`). `unit` is a random number in [0, 1).
+    pub fn delay(&self, retry: u32, retry_after: Option<Duration>, unit: f64) -> Duration {
+        if let Some(after) = retry_after {
+            return after.min(self.max_retry_after);
+        }
+        let ceiling = self.base.saturating_mul(1u32 << retry.saturating_sub(1).min(20)).min(self.max_backoff);
+        ceiling.mul_f64(unit.clamp(0.0, 1.0))
+    }
+}
+
+/// Whether an HTTP status is worth another attempt.
+pub fn retryable(status: u16) -> bool {
+    status == 408 || status == 409 || status == 429 || status >= 500
+}
+
+/// A random number in [0, 1) for jitter (0.5 if the system has no randomness to give).
+fn unit_random() -> f64 {
+    getrandom::u64().map(|n| (n >> 11) as f64 / (1u64 << 53) as f64).unwrap_or(0.5)
+}
+
+/// `retry-after` in seconds (integer or decimal). An HTTP date is not honoured (no provider
+/// sends one): the backoff applies instead.
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    let secs: f64 = value.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// What the provider needs to know to name a failure.
+pub(crate) struct Endpoint<'a> {
+    pub provider: &'static str,
+    pub url: &'a str,
+    pub key_env: &'static str,
+}
+
+/// Send the request `build` makes until it succeeds (2xx) or may not be retried. Returns the
+/// response and the number of attempts.
+pub(crate) async fn send(
+    policy: &RetryPolicy,
+    endpoint: &Endpoint<'_>,
+    sink: &mut dyn TurnSink,
+    build: impl Fn() -> reqwest::RequestBuilder,
+) -> Result<(reqwest::Response, u32)> {
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        let last = attempt > policy.max_retries;
+        let (status, after) = match build().send().await {
+            Ok(response) if response.status().is_success() => return Ok((response, attempt)),
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let after = retry_after(&response);
+                if status == 401 || status == 403 {
+                    let message = error_message(response).await;
+                    return Err(Error::Auth { status, message, key_env: endpoint.key_env });
+                }
+                if last || !retryable(status) {
+                    let message = error_message(response).await;
+                    return Err(Error::Status { provider: endpoint.provider, status, message, attempts: attempt });
+                }
+                (Some(status), after)
+            }
+            Err(source) => {
+                if last || !(source.is_connect() || source.is_timeout() || source.is_request()) {
+                    return Err(Error::Connect {
+                        provider: endpoint.provider,
+                        url: endpoint.url.to_string(),
+                        attempts: attempt,
+                        source,
+                    });
+                }
+                (None, None)
+            }
+        };
+        tracing::info!("{}: attempt {attempt} failed ({status:?}); retrying", endpoint.provider);
+        wait(policy, attempt, status, after, sink).await;
+    }
+}
+
+/// Report retry number `attempt` to the sink and wait its delay.
+pub(crate) async fn wait(
+    policy: &RetryPolicy,
+    attempt: u32,
+    status: Option<u16>,
+    retry_after: Option<Duration>,
+    sink: &mut dyn TurnSink,
+) {
+    let delay = policy.delay(attempt, retry_after, unit_random());
+    sink.retry(&RetryNotice { attempt, status, retry_after, delay });
+    tokio::time::sleep(delay).await;
+}
+
+/// The message of an error body (`{"error":{"message":…}}` in both APIs), else its start.
+async fn error_message(response: reqwest::Response) -> String {
+    let text = response.text().await.unwrap_or_default();
+    serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.pointer("/error/message").and_then(|m| m.as_str()).map(str::to_string))
+        .unwrap_or_else(|| text.chars().take(300).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_wins_and_is_bounded() {
+        let p = RetryPolicy::default();
+        assert_eq!(p.delay(1, Some(Duration::from_secs(7)), 0.9), Duration::from_secs(7));
+        assert_eq!(p.delay(1, Some(Duration::from_secs(0)), 0.9), Duration::ZERO);
+        assert_eq!(p.delay(3, Some(Duration::from_secs(3600)), 0.1), p.max_retry_after);
+    }
+
+    #[test]
+    fn backoff_doubles_with_full_jitter_and_a_ceiling() {
+        let p = RetryPolicy { base: Duration::from_millis(100), ..RetryPolicy::default() };
+        assert_eq!(p.delay(1, None, 0.0), Duration::ZERO);
+        assert_eq!(p.delay(1, None, 0.5), Duration::from_millis(50));
+        assert_eq!(p.delay(2, None, 0.5), Duration::from_millis(100));
+        assert_eq!(p.delay(3, None, 0.5), Duration::from_millis(200));
+        assert_eq!(p.delay(30, None, 1.0), p.max_backoff);
+        let r = unit_random();
+        assert!((0.0..1.0).contains(&r), "{r}");
+    }
+
+    #[test]
+    fn which_statuses_are_retried() {
+        for s in [429, 500, 502, 503, 529, 408] {
+            assert!(retryable(s), "{s}");
+        }
+        for s in [400, 401, 403, 404, 413, 422] {
+            assert!(!retryable(s), "{s}");
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! `toolhost add REF [--name N]`: fetch a tool (OCI registry, https URL or file), verify it,
+//! show what it is and what it may touch, keep it in the store, and record it in
+//! `toolhost.toml` (an appended `[tools.N] source`) and `toolhost.lock`.
+
+use crate::install;
+use crate::setup::{self, GlobalArgs};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use toolhost_policy::{Config, ToolRef};
+
+#[derive(Args, Debug)]
+pub struct AddCommand {
+    /// `oci://REGISTRY/REPOSITORY:TAG`, `…@sha256:…`, `https://…` or a .wasm file.
+    reference: String,
+    /// The name the tool goes by here (default: the name it declares).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+impl AddCommand {
+    pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
+        let source: ToolRef = self.reference.parse()?;
+        let config_file = install::config_file(global);
+        if install::locked(global) {
+            bail!(
+                "`toolhost add` changes toolhost.toml and toolhost.lock, which --locked (or CI=true) forbids; \
+                 run it without --locked and commit both files"
+            );
+        }
+        let text = match std::fs::read_to_string(&config_file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", config_file.display())),
+        };
+        let config = Config::parse(&text, &config_file)?;
+        let workspace = setup::workspace(global)?;
+        let c = install::candidate(&config, &config_file, self.name.as_deref(), &source, &workspace).await?;
+        let name = self.name.clone().unwrap_or_else(|| c.inspection.info.name.clone());
+        let (lock_path, mut lock) = install::lock_for(global)?;
+        let new_text = match config.tools.get(&name) {
+            Some(t) if t.source.as_ref().is_some_and(|s| *s.get_ref() == source) => text.clone(),
+            Some(_) => bail!(
+                "{} already has [tools.{name}]; choose another name with --name, or run `toolhost update {name}`",
+                config_file.display()
+            ),
+            None => install::append_tool(&text, &name, &source),
+        };
+        Config::parse(&new_text, &config_file).context("the config would not parse after adding the tool")?;
+
+        crate::output::outln!("Fetched {}", c.entry.resolved);
+        install::show(&c.inspection, &c.entry.grant, &c.signer);
+        install::store()?.put(&c.bytes)?;
+        if new_text != text {
+            setup::replace_file(&config_file, new_text.as_bytes())?;
+        }
+        lock.tools.insert(name.clone(), c.entry);
+        lock.write(&lock_path)?;
+        crate::output::outln!("Added [tools.{name}] to {} and {}", config_file.display(), lock_path.display());
+        Ok(0)
+    }
+}

@@ -1,0 +1,59 @@
+//! `toolhost publish FILE oci://REGISTRY/REPOSITORY:TAG [--sign KEY]`: push a tool component
+//! in the CNCF Wasm OCI artifact layout, with an ed25519 signature beside it. Without a
+//! destination, `--sign` writes `FILE.sig` beside the file instead.
+
+use crate::install;
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use std::path::PathBuf;
+use toolhost_policy::ToolRef;
+use toolhost_registry::oci::{self, ComponentMeta};
+use toolhost_registry::sign::SecretKey;
+
+#[derive(Args, Debug)]
+pub struct PublishCommand {
+    /// The component.
+    file: PathBuf,
+    /// `oci://REGISTRY/REPOSITORY:TAG` (omit to only sign the file).
+    destination: Option<String>,
+    /// Sign with this secret key (from `toolhost keygen`).
+    #[arg(long, value_name = "KEY")]
+    sign: Option<PathBuf>,
+}
+
+impl PublishCommand {
+    pub async fn execute(self, _global: &crate::setup::GlobalArgs) -> Result<u8> {
+        let bytes = std::fs::read(&self.file).with_context(|| format!("reading {}", self.file.display()))?;
+        // Only a tool that loads is published: a broken one fails here, not at its users'.
+        let i = install::describe(&self.file.display().to_string(), &bytes).await?;
+        let digest = toolhost_registry::digest_of(&bytes);
+        let key = self.sign.as_deref().map(SecretKey::read).transpose()?;
+        let signature = key.as_ref().map(|k| k.sign(&digest));
+        let Some(destination) = &self.destination else {
+            let Some(signature) = signature else {
+                bail!("nothing to do: give a destination (oci://…) or --sign KEY")
+            };
+            let sig_file = PathBuf::from(format!("{}.sig", self.file.display()));
+            crate::setup::replace_file(&sig_file, &signature.to_json())?;
+            crate::output::outln!("Signed {} ({digest}) by {}: {}", i.info.name, signature.key, sig_file.display());
+            return Ok(0);
+        };
+        let ToolRef::Oci(r) = destination.parse::<ToolRef>()? else {
+            bail!("publish pushes to an OCI registry: the destination must be oci://REGISTRY/REPOSITORY:TAG");
+        };
+        if r.digest.is_some() {
+            bail!("publish to a tag, not a digest: {r}");
+        }
+        let mut meta =
+            ComponentMeta { exports: i.exports.clone(), imports: i.imports.clone(), ..ComponentMeta::default() };
+        meta.annotations.insert("org.opencontainers.image.title".into(), i.info.name.clone());
+        meta.annotations.insert("org.opencontainers.image.description".into(), i.info.description.clone());
+        if let Some(tag) = &r.tag {
+            meta.annotations.insert("org.opencontainers.image.version".into(), tag.clone());
+        }
+        let manifest = oci::push(&r, &bytes, &meta, signature.as_ref()).await?;
+        let signed = signature.map(|s| format!(", signed by {}", s.key)).unwrap_or_default();
+        crate::output::outln!("Published {} to {}{signed}", i.info.name, r.with_digest(&manifest));
+        Ok(0)
+    }
+}

@@ -1,0 +1,156 @@
+//! `toolhost update [NAME] [--accept-capabilities]`: fetch what each installed tool's source
+//! names now and, when it changed, show the capability diff (ceiling and effective grant, old
+//! → new) before changing anything. A widening needs a yes on a terminal, or
+//! `--accept-capabilities`; a narrowing applies without asking.
+//!
+//! With `--locked` (or `CI=true`) nothing in the lock changes: every tool is fetched exactly
+//! as locked (by digest) into the store, so a second machine gets the same bytes, and any drift
+//! (a tag that moved, an entry missing or for another source) is reported with the command
+//! that fixes it, and fails the command.
+
+use crate::install;
+use crate::setup::{self, GlobalArgs};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use toolhost_policy::ToolRef;
+use toolhost_registry::CapabilityDiff;
+
+#[derive(Args, Debug)]
+pub struct UpdateCommand {
+    /// Only this tool (default: every tool with a `source`).
+    name: Option<String>,
+    /// Accept a new version that may do more than the locked one (needed without a terminal).
+    #[arg(long)]
+    accept_capabilities: bool,
+}
+
+impl UpdateCommand {
+    pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
+        let config_file = install::config_file(global);
+        let config = setup::load_config(global)?;
+        let workspace = setup::workspace(global)?;
+        let (lock_path, mut lock) = install::lock_for(global)?;
+        let store = install::store()?;
+        let locked = install::locked(global);
+        let tools: Vec<(String, ToolRef)> = config
+            .tools
+            .iter()
+            .filter(|(n, _)| self.name.as_ref().is_none_or(|want| want == *n))
+            .filter_map(|(n, t)| Some((n.clone(), t.source.as_ref()?.get_ref().clone())))
+            .collect();
+        if tools.is_empty() {
+            match &self.name {
+                Some(n) => bail!("{} has no [tools.{n}] with a `source`", config_file.display()),
+                None => {
+                    crate::output::outln!("no installed tools (`[tools.NAME] source`) in {}", config_file.display())
+                }
+            }
+        }
+        let mut drift = Vec::new();
+        let mut refused = Vec::new();
+        for (name, source) in tools {
+            let old = lock.tools.get(&name).filter(|e| e.source == source.to_string()).cloned();
+            if locked {
+                let Some(old) = old else {
+                    drift.push(format!("{name}: {source} is not in toolhost.lock; run `toolhost update {name}`"));
+                    continue;
+                };
+                // Exactly what the lock names, by digest, so this machine gets the same bytes.
+                let exact: ToolRef = match &source {
+                    ToolRef::Oci(_) => old.resolved.parse()?,
+                    other => other.clone(),
+                };
+                let c = install::candidate(&config, &config_file, Some(&name), &exact, &workspace).await?;
+                if c.entry.component != old.component {
+                    drift.push(format!(
+                        "{name}: {source} now has {} (locked: {}); run `toolhost update {name}`",
+                        c.entry.component, old.component
+                    ));
+                    continue;
+                }
+                store.put(&c.bytes)?;
+                if let ToolRef::Oci(r) = &source
+                    && let Ok(now) = toolhost_registry::oci::resolve(r).await
+                    && !old.resolved.ends_with(&now)
+                {
+                    drift.push(format!(
+                        "{name}: {source} now points to {now} (locked: {}); run `toolhost update {name}` to take it",
+                        old.resolved
+                    ));
+                    continue;
+                }
+                crate::output::outln!("{name}: {} (as locked)", old.resolved);
+                continue;
+            }
+            let c = install::candidate(&config, &config_file, Some(&name), &source, &workspace)
+                .await
+                .with_context(|| format!("updating {name}"))?;
+            if let Some(old) = &old
+                && old.component == c.entry.component
+                && old.grant == c.entry.grant
+            {
+                store.put(&c.bytes)?;
+                // The same bytes and grant (re-tagged, or re-signed): nothing to ask.
+                if *old != c.entry {
+                    lock.tools.insert(name.clone(), c.entry.clone());
+                    lock.write(&lock_path)?;
+                }
+                crate::output::outln!("{name}: up to date ({})", c.entry.resolved);
+                continue;
+            }
+            let old_ceiling = old.as_ref().map(|o| install::capabilities(&o.ceiling)).unwrap_or_default();
+            let old_grant = old.as_ref().map(|o| install::capabilities(&o.grant)).unwrap_or_default();
+            let diff = CapabilityDiff::new(
+                &old_ceiling,
+                &install::capabilities(&c.entry.ceiling),
+                &old_grant,
+                &install::capabilities(&c.entry.grant),
+                &workspace,
+            );
+            let from = old.as_ref().map_or("nothing locked".to_string(), |o| o.resolved.clone());
+            crate::output::outln!("{name}: {from} -> {}", c.entry.resolved);
+            if let Some(o) = &old
+                && o.declared_name != c.entry.declared_name
+            {
+                crate::output::outln!("  declared name: {} -> {}", o.declared_name, c.entry.declared_name);
+            }
+            crate::output::outln!("  signer: {}", c.signer);
+            for line in diff.render().lines() {
+                crate::output::outln!("{line}");
+            }
+            if diff.widens() && !self.accept_capabilities && !confirm(&name)? {
+                refused.push(format!(
+                    "{name}: the new version may do more than the locked one (marked above); not updated. Run \
+                     `toolhost update {name} --accept-capabilities` to accept it"
+                ));
+                continue;
+            }
+            store.put(&c.bytes)?;
+            lock.tools.insert(name.clone(), c.entry);
+            lock.write(&lock_path)?;
+            crate::output::outln!("{name}: updated");
+        }
+        for line in drift.iter().chain(&refused) {
+            eprintln!("error: {line}");
+        }
+        if !drift.is_empty() {
+            eprintln!("error: toolhost.lock does not match (refused: --locked, or CI=true)");
+        }
+        Ok(if drift.is_empty() && refused.is_empty() { 0 } else { crate::EXIT_USAGE })
+    }
+}
+
+/// Ask on the terminal whether to accept a widening; `false` without a terminal.
+fn confirm(name: &str) -> Result<bool> {
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Ok(false);
+    }
+    let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return Ok(false) };
+    let mut out = &tty;
+    write!(out, "Accept the wider capabilities of {name}? [y/N] ")?;
+    out.flush()?;
+    let mut answer = String::new();
+    std::io::BufReader::new(&tty).read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}

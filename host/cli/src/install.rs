@@ -1,0 +1,242 @@
+//! What `add`, `update`, `publish`, `list`, `inspect` and loading share about installed tools
+//! (`[tools.NAME] source`): where the lock and the store are, how a locked tool becomes a
+//! [`ToolSource`] (its signature and grant checked against the lock before any byte runs),
+//! and what a component's schema says, for the lock and for people.
+
+use crate::setup::{self, GlobalArgs};
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+use toolhost::{EngineOptions, Inspection, ToolEngine, ToolSource};
+use toolhost_policy::{Capability, Config, Grant, ToolRef, effective_grant};
+use toolhost_registry::lock::{capability_strings, parse_capability};
+use toolhost_registry::sign::{self, Signature, Signer};
+use toolhost_registry::{Lock, LockedTool, SetDiff, Store};
+
+/// Whether `--locked` is in force: the flag, or `CI=true` (as most CI services set it).
+pub fn locked(args: &GlobalArgs) -> bool {
+    args.locked || std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// The config file `add` writes to: `--config`, else `./toolhost.toml` (made if missing).
+pub fn config_file(args: &GlobalArgs) -> PathBuf {
+    args.config.clone().unwrap_or_else(|| PathBuf::from("toolhost.toml"))
+}
+
+/// The directory relative file sources are relative to: the config file's.
+pub fn base_dir(config_file: &Path) -> PathBuf {
+    match config_file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The component store inside the compile cache directory.
+pub fn store() -> Result<Store> {
+    let dir = setup::cache_dir().context("no cache directory: set TOOLHOST_CACHE_DIR or HOME")?;
+    Ok(Store::open(&dir)?)
+}
+
+/// The WIT package a component exports (`toolhost:tool@0.1.0`), from its export names.
+pub fn wit_package(exports: &[String]) -> Option<String> {
+    exports.iter().find_map(|e| {
+        let (interface, version) = e.split_once('@')?;
+        let package = interface.strip_prefix("toolhost:tool/")?;
+        (!package.is_empty()).then(|| format!("toolhost:tool@{version}"))
+    })
+}
+
+/// Describe fetched bytes: compile (through the cache) and run `schema` with no capabilities.
+pub async fn describe(label: &str, bytes: &[u8]) -> Result<Inspection> {
+    let engine = ToolEngine::new(&EngineOptions::default())?;
+    let source = ToolSource::bytes(label.to_string(), bytes.to_vec());
+    let cache = setup::cache_dir();
+    Ok(toolhost::inspect(&engine, &source, cache.as_deref()).await?)
+}
+
+/// The effective grant `name` gets with this ceiling under `config` (as the runtime computes
+/// it: the config's grant or the default, ceiling-capped, read-only for a read-only tool), as
+/// the lock writes it.
+pub fn effective(
+    config: &Config,
+    name: &str,
+    ceiling: &[Capability],
+    read_only: bool,
+    workspace: &Path,
+) -> Vec<String> {
+    let grant = config.tools.get(name).and_then(|t| t.grant()).cloned().unwrap_or_else(Grant::workspace_read_write);
+    let mut g = effective_grant(ceiling, &grant, workspace);
+    if read_only {
+        g = g.read_only();
+    }
+    capability_strings(&g.capabilities(), workspace)
+}
+
+/// Parse the lock's capability strings back.
+pub fn capabilities(list: &[String]) -> Vec<Capability> {
+    list.iter().filter_map(|s| parse_capability(s)).collect()
+}
+
+/// The signature a lock entry holds, if any.
+pub fn locked_signature(entry: &LockedTool) -> Option<Signature> {
+    match (&entry.signer, &entry.signature) {
+        (Some(key), Some(signature)) => {
+            Some(Signature { digest: entry.component.clone(), key: key.clone(), signature: signature.clone() })
+        }
+        _ => None,
+    }
+}
+
+/// Who signed a locked tool, under `config`'s `[trust]` (verifying the signature again).
+pub fn signer(config: &Config, source: &ToolRef, entry: &LockedTool) -> Result<Signer, toolhost_registry::Error> {
+    sign::judge(locked_signature(entry).as_ref(), &entry.component, source, &config.trust)
+}
+
+/// The bytes of an installed tool, ready to load: everything in the lock checked first (the
+/// entry is there and is for this source; its signature verifies and `[trust]` accepts it;
+/// the grant is no wider than the one locked, or only a warning without `--locked`), then
+/// read from the store by digest, pinned so the loader checks the sha256 again before
+/// compiling.
+pub fn tool_source(
+    args: &GlobalArgs,
+    config: &Config,
+    lock: &Lock,
+    name: &str,
+    source: &ToolRef,
+) -> Result<ToolSource> {
+    let fix = format!("run `toolhost update {name}`");
+    let Some(entry) = lock.tools.get(name) else {
+        bail!("tools.{name}: {source} is not in toolhost.lock; {fix} to fetch and lock it");
+    };
+    if entry.source != source.to_string() {
+        bail!(
+            "tools.{name}: the source is {source}, but toolhost.lock has {}; {fix} to lock the new source",
+            entry.source
+        );
+    }
+    signer(config, source, entry).with_context(|| format!("tools.{name}: refusing to load {}", entry.resolved))?;
+    let workspace = setup::workspace(args)?;
+    let now = effective(config, name, &capabilities(&entry.ceiling), false, &workspace);
+    let wider = SetDiff::new(&capabilities(&entry.grant), &capabilities(&now), &workspace).widened;
+    if !wider.is_empty() {
+        let message = format!(
+            "tools.{name}: the grant in the config is wider than the one in toolhost.lock ({}); {fix} to lock it",
+            wider.join(", ")
+        );
+        if locked(args) {
+            bail!("{message} (refused: --locked, or CI=true)");
+        }
+        eprintln!("warning: {message}");
+    }
+    let bytes = store()?.get(&entry.component).with_context(|| format!("tools.{name}"))?;
+    let hex = toolhost_registry::digest_hex(&entry.component).to_string();
+    Ok(ToolSource::bytes(entry.resolved.clone(), bytes).with_sha256(hex).renamed(name))
+}
+
+/// The lock that goes with the config in use (empty without one).
+pub fn lock_for(args: &GlobalArgs) -> Result<(PathBuf, Lock)> {
+    let path = Lock::path_for(&config_file(args));
+    let lock = Lock::read(&path)?;
+    Ok((path, lock))
+}
+
+/// A signer for people: `acme (ed25519:…)`, `unsigned`, or why the signature fails.
+pub fn signer_shown(config: &Config, name: &str, lock: &Lock) -> Option<String> {
+    let entry = lock.tools.get(name)?;
+    let source: ToolRef = config.tools.get(name)?.source.as_ref()?.get_ref().clone();
+    Some(match signer(config, &source, entry) {
+        Ok(s) => s.to_string(),
+        Err(e) => format!("refused: {e}"),
+    })
+}
+
+/// `text` with `[tools.NAME] source = "…"` appended; everything before it kept byte for byte.
+pub fn append_tool(text: &str, name: &str, source: &ToolRef) -> String {
+    let bare = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    let key = if bare { name.to_string() } else { toml::Value::String(name.to_string()).to_string() };
+    let value = toml::Value::String(source.to_string()).to_string();
+    let mut out = text.to_string();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(&format!("[tools.{key}]\nsource = {value}\n"));
+    out
+}
+
+/// Lines describing a fetched tool, for `add` and `update`.
+pub fn show(i: &Inspection, granted: &[String], signer: &Signer) {
+    let list = |c: &[String]| if c.is_empty() { "nothing".to_string() } else { c.join(", ") };
+    let ceiling: Vec<String> = i.info.capabilities.iter().map(ToString::to_string).collect();
+    crate::output::outln!("  name:        {}", i.info.name);
+    crate::output::outln!("  description: {}", i.info.description.lines().next().unwrap_or(""));
+    crate::output::outln!("  ceiling:     {}", list(&ceiling));
+    crate::output::outln!("  granted:     {}", list(granted));
+    crate::output::outln!("  signer:      {signer}");
+    crate::output::outln!("  sha256:      {}", i.sha256);
+}
+
+/// A source fetched, described and judged, with the lock entry it would get.
+pub struct Candidate {
+    /// What the component says about itself.
+    pub inspection: Inspection,
+    /// Who signed it.
+    pub signer: Signer,
+    /// The lock entry.
+    pub entry: LockedTool,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Fetch `source` for the tool `name` (the name given, or `None` for the one it declares),
+/// check its digests and signature under `config`'s `[trust]`, and describe it.
+pub async fn candidate(
+    config: &Config,
+    config_file: &Path,
+    name: Option<&str>,
+    source: &ToolRef,
+    workspace: &Path,
+) -> Result<Candidate> {
+    let fetched = toolhost_registry::fetch(source, &base_dir(config_file)).await?;
+    let signer = sign::judge(fetched.signature.as_ref(), &fetched.component_digest, source, &config.trust)?;
+    let inspection = describe(&fetched.resolved, &fetched.bytes).await?;
+    let name = name.unwrap_or(&inspection.info.name);
+    let ceiling = capability_strings(&inspection.info.capabilities, workspace);
+    let grant = effective(config, name, &inspection.info.capabilities, inspection.info.read_only, workspace);
+    let signature = fetched.signature.as_ref().filter(|_| signer != Signer::Unsigned);
+    let entry = LockedTool {
+        source: source.to_string(),
+        resolved: fetched.resolved.clone(),
+        component: fetched.component_digest.clone(),
+        declared_name: inspection.info.name.clone(),
+        wit: wit_package(&inspection.exports),
+        ceiling,
+        grant,
+        signer: signature.map(|s| s.key.clone()),
+        signature: signature.map(|s| s.signature.clone()),
+    };
+    Ok(Candidate { inspection, signer, entry, bytes: fetched.bytes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appending_keeps_the_file() {
+        let src: ToolRef = "oci://r.io/a/b:1".parse().unwrap();
+        assert_eq!(append_tool("", "B", &src), "[tools.B]\nsource = \"oci://r.io/a/b:1\"\n");
+        let text = "# mine\n[limits]\nfuel = 5";
+        let out = append_tool(text, "my tool", &src);
+        assert!(out.starts_with(text));
+        assert_eq!(&out[text.len()..], "\n\n[tools.\"my tool\"]\nsource = \"oci://r.io/a/b:1\"\n");
+        assert!(Config::parse(&out, Path::new("t.toml")).unwrap().tools["my tool"].source.is_some());
+    }
+
+    #[test]
+    fn wit_packages_from_exports() {
+        assert_eq!(wit_package(&["toolhost:tool/tool@0.1.0".into()]), Some("toolhost:tool@0.1.0".into()));
+        assert_eq!(wit_package(&["wasi:cli/run@0.2.0".into()]), None);
+    }
+}

@@ -1,0 +1,48 @@
+//! # Installing tools
+//!
+//! What `toolhost add`, `publish` and `update` need beyond the runtime: fetching components
+//! from OCI registries (the CNCF Wasm OCI artifact layout, so `wkg` and `oras` artifacts work)
+//! and from files, a content-addressed store in the compile cache directory, the
+//! `toolhost.lock` file, ed25519 publisher signatures, and capability diffs between versions.
+//!
+//! Nothing here runs a component: the CLI loads what was fetched with the runtime (no
+//! capabilities, `schema` only) to learn its name and ceiling, and later loads it from the
+//! store by the digest the lock names, checked before any byte runs.
+//!
+//! ## Example
+//!
+//! ```
+//! use toolhost_registry::{Lock, sign::SecretKey};
+//!
+//! let key = SecretKey::generate().unwrap();
+//! let signature = key.sign("sha256:0000000000000000000000000000000000000000000000000000000000000000");
+//! assert_eq!(signature.verify(&signature.digest).unwrap(), key.public());
+//! assert!(Lock::default().tools.is_empty());
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod diff;
+mod error;
+pub mod fetch;
+pub mod lock;
+pub mod oci;
+pub mod sign;
+pub mod store;
+
+pub use diff::{CapabilityDiff, SetDiff};
+pub use error::{Error, Result};
+pub use fetch::{Fetched, fetch};
+pub use lock::{Lock, LockedTool};
+pub use store::Store;
+
+/// `sha256:HEX` of some bytes: the digest form of OCI descriptors and of the lock file.
+pub fn digest_of(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
+}
+
+/// The hex part of a `sha256:HEX` digest (the whole string if it has no prefix).
+pub fn digest_hex(digest: &str) -> &str {
+    digest.strip_prefix("sha256:").unwrap_or(digest)
+}

@@ -1,0 +1,323 @@
+//! # OCI registries
+//!
+//! Components as OCI artifacts in the CNCF Wasm OCI artifact layout (what `wkg` and `oras`
+//! push): an image manifest whose config has media type [`WASM_CONFIG_MEDIA_TYPE`] and whose
+//! one layer, media type [`WASM_LAYER_MEDIA_TYPE`], is the component. Fetching checks every
+//! digest itself: the manifest's against the one asked for (when pinned) and the one the
+//! registry reports, the layer's against the manifest, before the bytes leave this module.
+//!
+//! Registries are spoken to over HTTPS (rustls, Mozilla's roots), except a registry on this
+//! machine (`localhost`, `127.0.0.0/8`, `[::1]`), spoken to over plain HTTP: nothing crosses
+//! the network, and a local test or mirror registry usually has no certificate. Anonymous
+//! access only in this version.
+//!
+//! ## Example
+//!
+//! ```no_run
+//! # async fn f() -> toolhost_registry::Result<()> {
+//! use toolhost_registry::oci;
+//!
+//! let r = match "oci://127.0.0.1:5000/tools/echo:1".parse().unwrap() {
+//!     toolhost_policy::ToolRef::Oci(r) => r,
+//!     _ => unreachable!(),
+//! };
+//! let pulled = oci::pull(&r).await?;
+//! println!("{} bytes, manifest {}", pulled.bytes.len(), pulled.manifest_digest);
+//! # Ok(()) }
+//! ```
+
+use crate::sign::{SIGNATURE_MEDIA_TYPE, Signature};
+use crate::{Error, Result, digest_hex, digest_of};
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::OciDistributionError;
+use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use std::collections::BTreeMap;
+use toolhost_policy::OciRef;
+
+/// The config media type of a Wasm component artifact (CNCF Wasm OCI artifact layout).
+pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
+/// The layer media type of a Wasm component.
+pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
+/// The OCI empty descriptor's media type and content (the config of a signature artifact).
+const EMPTY_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
+const EMPTY_CONTENT: &[u8] = b"{}";
+
+/// The largest component fetched (a Python interpreter component is about 40 MiB).
+pub const MAX_COMPONENT_BYTES: i64 = 256 << 20;
+/// The largest manifest or signature read.
+const MAX_SMALL_BYTES: i64 = 1 << 20;
+
+/// A component pulled from a registry, its digests checked.
+#[derive(Debug, Clone)]
+pub struct Pulled {
+    /// The manifest's digest (`sha256:HEX`).
+    pub manifest_digest: String,
+    /// The component bytes.
+    pub bytes: Vec<u8>,
+    /// Their digest.
+    pub component_digest: String,
+    /// The signature stored beside the manifest, if any (not yet verified).
+    pub signature: Option<Signature>,
+}
+
+/// What the config blob of a published component says (the CNCF layout's fields).
+#[derive(Debug, Clone, Default)]
+pub struct ComponentMeta {
+    /// The component's exports (`toolhost:tool/tool@0.1.0`).
+    pub exports: Vec<String>,
+    /// Its imports.
+    pub imports: Vec<String>,
+    /// Manifest annotations (`org.opencontainers.image.*`).
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A client for `r`'s registry: plain HTTP only for one on this machine.
+fn client(r: &OciRef) -> Client {
+    let protocol =
+        if r.is_loopback() { ClientProtocol::HttpsExcept(vec![r.registry.clone()]) } else { ClientProtocol::Https };
+    Client::new(ClientConfig { protocol, ..ClientConfig::default() })
+}
+
+fn reference(r: &OciRef) -> Result<Reference> {
+    let text = match (&r.tag, &r.digest) {
+        (_, Some(d)) => format!("{}@{d}", r.repository_ref()),
+        (Some(t), None) => format!("{}:{t}", r.repository_ref()),
+        (None, None) => format!("{}:latest", r.repository_ref()),
+    };
+    text.parse().map_err(|e: oci_client::ParseError| Error::Layout { reference: r.to_string(), message: e.to_string() })
+}
+
+fn registry_error(r: &OciRef, what: &str, e: OciDistributionError) -> Error {
+    Error::Registry { reference: r.to_string(), message: format!("{what}: {e}"), source: Some(e) }
+}
+
+fn not_found(e: &OciDistributionError) -> bool {
+    use oci_client::errors::OciErrorCode;
+    match e {
+        OciDistributionError::ImageManifestNotFoundError(_) => true,
+        OciDistributionError::RegistryError { envelope, .. } => {
+            envelope.errors.iter().any(|e| matches!(e.code, OciErrorCode::ManifestUnknown | OciErrorCode::NotFound))
+        }
+        OciDistributionError::ServerError { code, .. } => *code == 404,
+        _ => false,
+    }
+}
+
+/// The digest the tag (or digest) of `r` resolves to now, without fetching the component.
+///
+/// # Errors
+///
+/// [`Error::Registry`] when the registry cannot answer.
+pub async fn resolve(r: &OciRef) -> Result<String> {
+    let (_, digest) = pull_manifest(&client(r), r).await?;
+    Ok(digest)
+}
+
+/// The manifest of `r`, its digest checked against its bytes and against `r`'s digest.
+async fn pull_manifest(client: &Client, r: &OciRef) -> Result<(OciImageManifest, String)> {
+    let reference = reference(r)?;
+    let (bytes, reported) = client
+        .pull_manifest_raw(&reference, &RegistryAuth::Anonymous, &[OCI_IMAGE_MEDIA_TYPE])
+        .await
+        .map_err(|e| registry_error(r, "cannot fetch the manifest", e))?;
+    if bytes.len() as i64 > MAX_SMALL_BYTES {
+        return Err(Error::Layout { reference: r.to_string(), message: "the manifest is over 1 MiB".into() });
+    }
+    let digest = digest_of(&bytes);
+    for expected in [Some(&reported), r.digest.as_ref()].into_iter().flatten() {
+        if *expected != digest {
+            return Err(Error::DigestMismatch {
+                what: format!("the manifest of {r}"),
+                expected: expected.clone(),
+                actual: digest,
+            });
+        }
+    }
+    let manifest: OciImageManifest = serde_json::from_slice(&bytes)
+        .map_err(|e| Error::Layout { reference: r.to_string(), message: format!("not an OCI image manifest: {e}") })?;
+    Ok((manifest, digest))
+}
+
+/// A blob of `r` named by `descriptor`, at most `limit` bytes, its digest checked.
+async fn pull_blob(client: &Client, r: &OciRef, descriptor: &OciDescriptor, limit: i64) -> Result<Vec<u8>> {
+    if descriptor.size < 0 || descriptor.size > limit {
+        return Err(Error::Layout {
+            reference: r.to_string(),
+            message: format!("a layer of {} bytes (at most {limit})", descriptor.size),
+        });
+    }
+    let mut bytes = Vec::with_capacity(descriptor.size as usize);
+    client.pull_blob(&reference(r)?, descriptor, &mut bytes).await.map_err(|e| match e {
+        OciDistributionError::DigestError(_) => Error::DigestMismatch {
+            what: format!("the component layer of {r} (tampered with in the registry or on the way)"),
+            expected: descriptor.digest.clone(),
+            actual: e.to_string(),
+        },
+        e => registry_error(r, "cannot fetch a layer", e),
+    })?;
+    let actual = digest_of(&bytes);
+    if actual != descriptor.digest || bytes.len() as i64 != descriptor.size {
+        return Err(Error::DigestMismatch {
+            what: format!("the component layer of {r} (tampered with in the registry or on the way)"),
+            expected: descriptor.digest.clone(),
+            actual,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Pull the component `r` names, and its signature if the registry has one.
+///
+/// # Errors
+///
+/// [`Error::Registry`], [`Error::Layout`] for an artifact that is not one Wasm component,
+/// [`Error::DigestMismatch`] for bytes that are not what the manifest names.
+pub async fn pull(r: &OciRef) -> Result<Pulled> {
+    let client = client(r);
+    let (manifest, manifest_digest) = pull_manifest(&client, r).await?;
+    if manifest.config.media_type != WASM_CONFIG_MEDIA_TYPE {
+        return Err(Error::Layout {
+            reference: r.to_string(),
+            message: format!("its config has media type {}, not {WASM_CONFIG_MEDIA_TYPE}", manifest.config.media_type),
+        });
+    }
+    let wasm: Vec<&OciDescriptor> = manifest.layers.iter().filter(|l| l.media_type == WASM_LAYER_MEDIA_TYPE).collect();
+    let [layer] = wasm.as_slice() else {
+        return Err(Error::Layout {
+            reference: r.to_string(),
+            message: format!("{} layers of media type {WASM_LAYER_MEDIA_TYPE} (expected one)", wasm.len()),
+        });
+    };
+    let bytes = pull_blob(&client, r, layer, MAX_COMPONENT_BYTES).await?;
+    let signature = pull_signature(&client, r, &manifest_digest).await?;
+    Ok(Pulled { manifest_digest, component_digest: layer.digest.clone(), bytes, signature })
+}
+
+/// The tag a signature of the manifest with this digest is kept under.
+pub fn signature_tag(manifest_digest: &str) -> String {
+    format!("sha256-{}.toolhost-sig", digest_hex(manifest_digest))
+}
+
+async fn pull_signature(client: &Client, r: &OciRef, manifest_digest: &str) -> Result<Option<Signature>> {
+    let at = OciRef { tag: Some(signature_tag(manifest_digest)), digest: None, ..r.clone() };
+    let manifest = match pull_manifest(client, &at).await {
+        Ok((m, _)) => m,
+        Err(Error::Registry { source: Some(e), .. }) if not_found(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let Some(layer) = manifest.layers.iter().find(|l| l.media_type == SIGNATURE_MEDIA_TYPE) else {
+        return Ok(None);
+    };
+    let bytes = pull_blob(client, &at, layer, MAX_SMALL_BYTES).await?;
+    Signature::from_json(&bytes).map(Some)
+}
+
+fn descriptor(media_type: &str, bytes: &[u8]) -> OciDescriptor {
+    OciDescriptor {
+        media_type: media_type.to_string(),
+        digest: digest_of(bytes),
+        size: bytes.len() as i64,
+        ..OciDescriptor::default()
+    }
+}
+
+/// Push `bytes` (a component) to `r`'s tag; with `signature`, push it beside. Returns the
+/// manifest's digest.
+///
+/// # Errors
+///
+/// [`Error::Registry`] when the registry refuses.
+pub async fn push(r: &OciRef, bytes: &[u8], meta: &ComponentMeta, signature: Option<&Signature>) -> Result<String> {
+    let client = client(r);
+    let layer = descriptor(WASM_LAYER_MEDIA_TYPE, bytes);
+    let config = serde_json::json!({
+        "created": rfc3339_now(),
+        "architecture": "wasm",
+        "os": "wasip2",
+        "layerDigests": [layer.digest],
+        "component": { "exports": meta.exports, "imports": meta.imports },
+    });
+    let config = serde_json::to_vec(&config).unwrap_or_default();
+    let manifest = OciImageManifest {
+        schema_version: 2,
+        media_type: Some(OCI_IMAGE_MEDIA_TYPE.to_string()),
+        config: descriptor(WASM_CONFIG_MEDIA_TYPE, &config),
+        layers: vec![layer],
+        subject: None,
+        artifact_type: None,
+        annotations: (!meta.annotations.is_empty()).then(|| meta.annotations.clone()),
+    };
+    let digest =
+        push_artifact(&client, r, &manifest, &[(&config, &manifest.config), (bytes, &manifest.layers[0])]).await?;
+    if let Some(signature) = signature {
+        let json = signature.to_json();
+        let at = OciRef { tag: Some(signature_tag(&digest)), digest: None, ..r.clone() };
+        let empty = descriptor(EMPTY_MEDIA_TYPE, EMPTY_CONTENT);
+        let sig_layer = descriptor(SIGNATURE_MEDIA_TYPE, &json);
+        let sig_manifest = OciImageManifest {
+            schema_version: 2,
+            media_type: Some(OCI_IMAGE_MEDIA_TYPE.to_string()),
+            config: empty.clone(),
+            layers: vec![sig_layer.clone()],
+            subject: Some(OciDescriptor { media_type: OCI_IMAGE_MEDIA_TYPE.to_string(), ..descriptor_of(&digest) }),
+            artifact_type: Some(SIGNATURE_MEDIA_TYPE.to_string()),
+            annotations: None,
+        };
+        push_artifact(&client, &at, &sig_manifest, &[(EMPTY_CONTENT, &empty), (&json, &sig_layer)]).await?;
+    }
+    Ok(digest)
+}
+
+fn descriptor_of(digest: &str) -> OciDescriptor {
+    OciDescriptor { digest: digest.to_string(), ..OciDescriptor::default() }
+}
+
+async fn push_artifact(
+    client: &Client,
+    r: &OciRef,
+    manifest: &OciImageManifest,
+    blobs: &[(&[u8], &OciDescriptor)],
+) -> Result<String> {
+    let reference = reference(r)?;
+    client.store_auth_if_needed(reference.resolve_registry(), &RegistryAuth::Anonymous).await;
+    for (bytes, d) in blobs {
+        client.push_blob(&reference, bytes, &d.digest).await.map_err(|e| registry_error(r, "cannot push a blob", e))?;
+    }
+    let body = serde_json::to_vec(manifest).unwrap_or_default();
+    let digest = digest_of(&body);
+    let content_type = http::HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE);
+    client
+        .push_manifest_raw(&reference, body, content_type)
+        .await
+        .map_err(|e| registry_error(r, "cannot push the manifest", e))?;
+    Ok(digest)
+}
+
+/// Now as RFC 3339 UTC (`2026-12-03T16:43:01Z`), for the config blob's `created`.
+fn rfc3339_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dates() {
+        let now = super::rfc3339_now();
+        assert_eq!(now.len(), 20, "{now}");
+        assert!(now.starts_with("20") && now.ends_with('Z'), "{now}");
+    }
+}

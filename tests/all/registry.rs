@@ -1,0 +1,197 @@
+//! Installing tools from a real OCI registry on loopback (`docker-registry`, the CNCF
+//! distribution registry), through the `toolhost` binary: publish → add → call, signatures
+//! under `[trust]`, a tag that moves (`--locked` refuses, `update` shows the capability diff
+//! and needs acceptance to widen), tampered bytes in the registry and in the store.
+
+use std::path::Path;
+use std::process::Output;
+use toolhost_tests::cli::{self, stderr, stdout};
+use toolhost_tests::guests;
+use toolhost_tests::registry::Registry;
+
+/// `toolhost ARGS…` in `ws`, never in `--locked` mode unless asked (CI sets CI=true).
+fn th(ws: &Path, args: &[&str]) -> Output {
+    cli::command(ws).env_remove("CI").args(args).stdin(std::process::Stdio::null()).output().expect("run toolhost")
+}
+
+#[track_caller]
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), stdout(o), stderr(o));
+    stdout(o)
+}
+
+#[track_caller]
+fn fails(o: &Output, needle: &str) -> String {
+    let all = format!("{}{}", stdout(o), stderr(o));
+    assert_eq!(o.status.code(), Some(2), "expected exit 2 with {needle:?}\n{all}");
+    assert!(all.contains(needle), "expected {needle:?} in:\n{all}");
+    all
+}
+
+fn write(ws: &Path, name: &str, bytes: &[u8]) -> String {
+    std::fs::write(ws.join(name), bytes).expect("write");
+    name.to_string()
+}
+
+fn lock(ws: &Path) -> String {
+    std::fs::read_to_string(ws.join("toolhost.lock")).unwrap_or_default()
+}
+
+/// The `component = "…"` of the lock entry (there is one tool in these tests' locks).
+fn locked_component(ws: &Path) -> String {
+    let lock = lock(ws);
+    let line =
+        lock.lines().find(|l| l.starts_with("component = ")).unwrap_or_else(|| panic!("no component in\n{lock}"));
+    line.trim_start_matches("component = ").trim_matches('"').to_string()
+}
+
+#[test]
+fn publish_add_call_with_trusted_signatures() {
+    let Some(registry) = Registry::start() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let noop = write(ws, "noop.wasm", guests::NOOP);
+    let probe = write(ws, "probe.wasm", guests::PROBE);
+    let public = ok(&th(ws, &["keygen", "acme.key"])).trim().to_string();
+    assert!(public.starts_with("ed25519:"), "{public}");
+    let other = ok(&th(ws, &["keygen", "other.key"])).trim().to_string();
+
+    let noop_ref = format!("{}:1.0", registry.reference("acme/noop"));
+    let out = ok(&th(ws, &["publish", &noop, &noop_ref, "--sign", "acme.key"]));
+    assert!(out.contains("Published Noop") && out.contains(&public), "{out}");
+
+    let config = format!(
+        "# my tools\n[trust]\nrequire_signatures = true\n\n[trust.signers.acme]\nkey = \"{public}\"\nsources = [\"oci://{}/acme/\"]\n",
+        registry.addr
+    );
+    std::fs::write(ws.join("toolhost.toml"), &config).unwrap();
+    let out = ok(&th(ws, &["add", &noop_ref]));
+    assert!(out.contains("name:        Noop"), "{out}");
+    assert!(out.contains("ceiling:     nothing"), "{out}");
+    assert!(out.contains(&format!("signer:      acme ({public})")), "{out}");
+    let written = std::fs::read_to_string(ws.join("toolhost.toml")).unwrap();
+    assert_eq!(written, format!("{config}\n[tools.Noop]\nsource = \"{noop_ref}\"\n"), "the rest kept byte for byte");
+    let l = lock(ws);
+    assert!(l.contains(&format!("signer = \"{public}\"")) && l.contains("wit = \"toolhost:tool@0.1.0\""), "{l}");
+
+    let out = ok(&th(ws, &["--no-default-tools", "call", "Noop", r#"{"text":"from the registry"}"#]));
+    assert!(out.contains("from the registry"), "{out}");
+    let out = ok(&th(ws, &["--no-default-tools", "list"]));
+    assert!(out.contains(&format!("signer: acme ({public})")), "{out}");
+
+    // Unsigned, and signed by a key [trust] does not name for this source: refused, and
+    // nothing is written.
+    let before = (std::fs::read_to_string(ws.join("toolhost.toml")).unwrap(), lock(ws));
+    let unsigned = format!("{}:1", registry.reference("acme/probe"));
+    ok(&th(ws, &["publish", &probe, &unsigned]));
+    fails(&th(ws, &["add", &unsigned]), "is not signed, and [trust] require_signatures = true");
+    let stranger = format!("{}:1", registry.reference("acme/stranger"));
+    ok(&th(ws, &["publish", &probe, &stranger, "--sign", "other.key"]));
+    fails(&th(ws, &["add", &stranger]), &format!("is signed by {other}, which [trust] does not trust"));
+    // The trusted key, outside the sources it is trusted for.
+    let elsewhere = format!("{}:1", registry.reference("elsewhere/probe"));
+    ok(&th(ws, &["publish", &probe, &elsewhere, "--sign", "acme.key"]));
+    fails(&th(ws, &["add", &elsewhere]), "which [trust] does not trust for this source");
+    assert_eq!(before, (std::fs::read_to_string(ws.join("toolhost.toml")).unwrap(), lock(ws)));
+
+    // A signature in the lock that does not verify stops the tool at load, before it runs.
+    let l = lock(ws);
+    let sig_line = l.lines().find(|l| l.starts_with("signature = ")).unwrap().to_string();
+    let forged = format!("signature = \"{}\"", "A".repeat(86) + "==");
+    std::fs::write(ws.join("toolhost.lock"), l.replace(&sig_line, &forged)).unwrap();
+    let o = th(ws, &["--no-default-tools", "call", "Noop", "{}"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("does not verify"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_moved_tag_is_refused_when_locked_and_updates_show_the_capability_diff() {
+    let Some(registry) = Registry::start() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let noop = write(ws, "noop.wasm", guests::NOOP);
+    let probe = write(ws, "probe.wasm", guests::PROBE);
+    let tag = format!("{}:stable", registry.reference("tools/thing"));
+    ok(&th(ws, &["publish", &noop, &tag]));
+    // Installed under a name of the operator's choosing.
+    let out = ok(&th(ws, &["add", &tag, "--name", "Thing"]));
+    assert!(out.contains("signer:      unsigned"), "{out}");
+    let first = locked_component(ws);
+    assert!(ok(&th(ws, &["--no-default-tools", "call", "Thing", r#"{"text":"v1"}"#])).contains("v1"));
+    ok(&th(ws, &["update", "--locked"]));
+
+    // The tag moves to a component with a wider ceiling (fs-write(/), env(*)).
+    ok(&th(ws, &["publish", &probe, &tag]));
+    fails(&th(ws, &["--locked", "update"]), "run `toolhost update Thing`");
+    let mut ci = cli::command(ws);
+    let o = ci.env("CI", "true").args(["update"]).output().unwrap();
+    fails(&o, "now points to");
+    assert_eq!(locked_component(ws), first, "--locked never changes the lock");
+
+    let all = fails(&th(ws, &["update", "Thing"]), "toolhost update Thing --accept-capabilities");
+    assert!(all.contains("ceiling: + fs-write(/)  (wider: needs your yes)"), "{all}");
+    assert!(all.contains("ceiling: + env(*)  (wider"), "{all}");
+    assert!(all.contains("declared name: Noop -> Probe"), "{all}");
+    assert_eq!(locked_component(ws), first, "a refused widening changes nothing");
+    assert!(ok(&th(ws, &["--no-default-tools", "call", "Thing", r#"{"text":"still v1"}"#])).contains("still v1"));
+
+    let out = ok(&th(ws, &["update", "Thing", "--accept-capabilities"]));
+    assert!(out.contains("Thing: updated"), "{out}");
+    let second = locked_component(ws);
+    assert_ne!(second, first);
+    assert!(lock(ws).contains("\"fs-write(/)\""), "{}", lock(ws));
+
+    // Back to the narrower one: applied without asking, the diff still shown.
+    ok(&th(ws, &["publish", &noop, &tag]));
+    let out = ok(&th(ws, &["update"]));
+    assert!(out.contains("ceiling: - fs-write(/)") && out.contains("Thing: updated"), "{out}");
+    assert_eq!(locked_component(ws), first);
+
+    // Everything is in the lock and the store: a start needs no registry.
+    drop(registry);
+    assert!(ok(&th(ws, &["--no-default-tools", "call", "Thing", r#"{"text":"offline"}"#])).contains("offline"));
+}
+
+#[test]
+fn tampered_bytes_are_refused_in_the_registry_and_in_the_store() {
+    let Some(registry) = Registry::start() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let noop = write(ws, "noop.wasm", guests::NOOP);
+    let tag = format!("{}:1", registry.reference("tools/noop"));
+    ok(&th(ws, &["publish", &noop, &tag]));
+    let blob = registry.blob_path(&toolhost_registry::digest_of(guests::NOOP));
+    let mut bytes = std::fs::read(&blob).expect("the component's blob in the registry's storage");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&blob, &bytes).unwrap();
+    fails(&th(ws, &["add", &tag]), "digest");
+    assert!(!ws.join("toolhost.toml").exists() && !ws.join("toolhost.lock").exists());
+
+    // A local file, installed into a store of this test's own; then the store's copy changes.
+    let cache = tempfile::tempdir().unwrap();
+    let own = |args: &[&str]| {
+        cli::command(ws).env_remove("CI").env("TOOLHOST_CACHE_DIR", cache.path()).args(args).output().unwrap()
+    };
+    let out = ok(&own(&["add", &noop]));
+    assert!(out.contains("name:        Noop"), "{out}");
+    assert!(ok(&own(&["--no-default-tools", "call", "Noop", "{}"])).contains("ok"));
+    let stored = cache.path().join("components").join(format!("{}.wasm", &locked_component(ws)["sha256:".len()..]));
+    let mut bytes = std::fs::read(&stored).expect("stored component");
+    let end = bytes.len() - 1;
+    bytes[end] ^= 0xff;
+    std::fs::write(&stored, &bytes).unwrap();
+    let o = own(&["--no-default-tools", "call", "Noop", "{}"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("digest mismatch"), "{}", stderr(&o));
+
+    // A `source` with no lock entry is never fetched at start: the error names the fix.
+    std::fs::write(ws.join("toolhost.lock"), "version = 1\n").unwrap();
+    let o = own(&["--no-default-tools", "call", "Noop", "{}"]);
+    assert!(stderr(&o).contains("is not in toolhost.lock; run `toolhost update Noop`"), "{}", stderr(&o));
+    // …and no other component takes its name (and grant) meanwhile.
+    let ws_dir = ws.to_str().unwrap();
+    let o = own(&["--no-default-tools", "--tools", ws_dir, "call", "Noop", "{}"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("which [tools.Noop] gives to"), "{}", stderr(&o));
+}

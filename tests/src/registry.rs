@@ -1,0 +1,103 @@
+//! A real OCI registry on loopback for the install tests: the CNCF distribution registry
+//! (Debian's `docker-registry`, which `.ci/run` installs), on a free port of 127.0.0.1 over
+//! plain HTTP, storing into a temporary directory. Stopped when dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running registry.
+pub struct Registry {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    /// Its storage directory (the filesystem driver's root).
+    pub storage: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn find_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TOOLHOST_TEST_REGISTRY") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin")])
+        .map(|d| d.join("docker-registry"))
+        .find(|p| p.is_file())
+}
+
+impl Registry {
+    /// Start a registry; `None` (with a printed reason) only when the binary is missing and
+    /// `CI` is not set. In CI a missing registry is a failure.
+    pub fn start() -> Option<Registry> {
+        let Some(bin) = find_binary() else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "docker-registry is not installed (CI installs it in .ci/run: apt-get install docker-registry)"
+            );
+            eprintln!("SKIPPED: docker-registry not found (apt-get install docker-registry); registry test not run");
+            return None;
+        };
+        let dir = tempfile::tempdir().expect("temp dir");
+        let storage = dir.path().join("storage");
+        std::fs::create_dir(&storage).expect("storage dir");
+        // A free port: bind, read it, release it (the registry binds it right after).
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+        let addr = format!("127.0.0.1:{port}");
+        let config = dir.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n",
+                storage.display()
+            ),
+        )
+        .expect("config");
+        let child = Command::new(&bin)
+            .arg("serve")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        let registry = Registry { child, addr, storage, _dir: dir };
+        registry.wait_ready();
+        Some(registry)
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if std::net::TcpStream::connect(&self.addr).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("docker-registry did not listen on {} within 20 s", self.addr);
+    }
+
+    /// `oci://ADDR/REPO`.
+    pub fn reference(&self, repo: &str) -> String {
+        format!("oci://{}/{repo}", self.addr)
+    }
+
+    /// The stored blob with this digest (`sha256:HEX`), as the filesystem driver lays it out.
+    pub fn blob_path(&self, digest: &str) -> PathBuf {
+        let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+        self.storage.join("docker/registry/v2/blobs/sha256").join(&hex[..2]).join(hex).join("data")
+    }
+
+    /// The storage root.
+    pub fn storage(&self) -> &Path {
+        &self.storage
+    }
+}
