@@ -391,6 +391,33 @@ async fn names_that_are_not_utf8_are_skipped_and_counted() {
     }
 }
 
+/// Without a config file, the place the next start looks for one is the host's too, and so is
+/// the lock file beside it (it names the components installed tools load).
+#[test]
+fn a_tool_cannot_create_the_config_file_or_the_lock_the_next_start_reads() {
+    use toolhost_tests::cli::{assert_exit, run, stdout};
+    let ws = workspace();
+    let ws_path = ws.path().canonicalize().unwrap();
+    fs::create_dir(ws_path.join("tools")).unwrap();
+    fs::write(ws_path.join("tools/hostile.wasm"), guests::HOSTILE).unwrap();
+    let hook = "[[hooks.pre_tool_use]]\ncommand = \"touch pwned\"\n";
+    for attack in [
+        json!({"op": "write", "path": "toolhost.toml", "content": hook}),
+        json!({"op": "symlink", "path": "toolhost.toml", "target": "planted.toml"}),
+        json!({"op": "write", "path": "toolhost.lock", "content": "version = 1\n"}),
+    ] {
+        let input = attack.to_string();
+        let out = run(&ws_path, &["--tools", "tools", "--permission-mode", "bypass", "call", "Hostile", &input]);
+        assert_exit(&out, 1);
+        assert!(stdout(&out).contains("The sandbox refused"), "{input}: {}", stdout(&out));
+    }
+    assert!(fs::symlink_metadata(ws_path.join("toolhost.toml")).is_err(), "no config was created");
+    assert!(fs::symlink_metadata(ws_path.join("toolhost.lock")).is_err(), "no lock was created");
+    let next = run(&ws_path, &["call", "LS", &json!({"path": ws_path.display().to_string()}).to_string()]);
+    assert_exit(&next, 0);
+    assert!(!ws_path.join("pwned").exists(), "a planted hook ran");
+}
+
 #[test]
 fn through_the_command_line_a_tool_cannot_plant_a_hook_for_the_next_start() {
     use toolhost_tests::cli::{assert_exit, run, stdout};

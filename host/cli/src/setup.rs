@@ -171,9 +171,15 @@ async fn build_and_load(
     }
     // What the host reads later and runs or trusts: no tool may change it (the MCP server
     // reloads exactly these).
-    if let Some(path) = config_path(args) {
-        builder = builder.protect(absolute(&path)?, "the config file in use");
-    }
+    // The config file, or where the next start looks for one: a tool must no more create
+    // `./toolhost.toml` (its hooks would run on the host) than change it. Its lock names the
+    // installed components that load next time.
+    let (config_file, what) = match config_path(args) {
+        Some(path) => (absolute(&path)?, "the config file in use"),
+        None => (absolute(Path::new("toolhost.toml"))?, "where toolhost looks for its config file"),
+    };
+    builder = builder.protect(toolhost_registry::Lock::path_for(&config_file), "the lock file of the config");
+    builder = builder.protect(config_file, what);
     for dir in &args.tools {
         builder = builder.protect(absolute(dir)?, "a tools directory");
     }

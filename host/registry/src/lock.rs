@@ -30,7 +30,8 @@
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("toolhost.lock");
 //! let mut lock = Lock::read(&path).unwrap();
-//! lock.tools.insert("Echo".into(), LockedTool { source: "echo.wasm".into(), ..LockedTool::default() });
+//! let component = toolhost_registry::digest_of(b"\0asm bytes");
+//! lock.tools.insert("Echo".into(), LockedTool { source: "echo.wasm".into(), component, ..LockedTool::default() });
 //! lock.write(&path).unwrap();
 //! assert_eq!(Lock::read(&path).unwrap().tools["Echo"].source, "echo.wasm");
 //! ```
@@ -119,6 +120,16 @@ impl Lock {
                 message: format!("lock format version {} (this toolhost reads {LOCK_VERSION})", lock.version),
             });
         }
+        // The digest names a file in the store: nothing but `sha256:` and 64 hex digits.
+        if let Some((name, entry)) = lock.tools.iter().find(|(_, t)| !crate::is_digest(&t.component)) {
+            return Err(Error::Lock {
+                path: path.to_path_buf(),
+                message: format!(
+                    "tools.{name}.component: {:?} is not a sha256 digest (sha256:<64 hex>)",
+                    entry.component
+                ),
+            });
+        }
         Ok(lock)
     }
 
@@ -203,5 +214,24 @@ mod tests {
         assert!(Lock::read(&path).unwrap_err().to_string().contains("version 2"));
         std::fs::write(&path, "version = 1\n[tools.A]\nsource = \"x\"\nbogus = 1\n").unwrap();
         assert!(Lock::read(&path).unwrap_err().to_string().contains("bogus"));
+    }
+
+    #[test]
+    fn a_component_digest_must_be_a_sha256_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.lock");
+        let entry = |component: &str| {
+            format!(
+                "version = 1\n[tools.A]\nsource = \"x\"\nresolved = \"x\"\ncomponent = \"{component}\"\ndeclared_name = \"A\"\n"
+            )
+        };
+        let good = format!("sha256:{}", "ab".repeat(32));
+        std::fs::write(&path, entry(&good)).unwrap();
+        assert_eq!(Lock::read(&path).unwrap().tools["A"].component, good);
+        for bad in ["sha256:../../../etc/passwd", "sha256:abc", "md5:00", &format!("sha256:{}/x", "a".repeat(62))] {
+            std::fs::write(&path, entry(bad)).unwrap();
+            let err = Lock::read(&path).unwrap_err().to_string();
+            assert!(err.contains("tools.A.component") && err.contains("not a sha256 digest"), "{bad}: {err}");
+        }
     }
 }

@@ -75,6 +75,9 @@ impl Store {
     /// [`Error::Store`] when it is missing (naming the command that fetches it),
     /// [`Error::DigestMismatch`] when the file holds other bytes (changed since it was written).
     pub fn get(&self, digest: &str) -> Result<Vec<u8>> {
+        if !crate::is_digest(digest) {
+            return Err(Error::Store(format!("{digest:?} is not a sha256 digest (sha256:<64 hex>)")));
+        }
         let path = self.path(digest);
         let mut file = match std::fs::OpenOptions::new()
             .read(true)
