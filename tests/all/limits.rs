@@ -271,17 +271,18 @@ async fn progress_goes_to_events_and_never_to_the_result() {
         })
         .collect();
     assert_eq!(progress, ["step 1", "step 2"], "events: {events:?}");
-    // In order: start, the progress messages, finish.
+    // In order: the permission decision, start, the progress messages, finish.
     let kinds: Vec<&str> = events
         .iter()
         .map(|e| match e {
+            Event::Decided { .. } => "decided",
             Event::Start { .. } => "start",
             Event::Progress { .. } => "progress",
             Event::Finish { .. } => "finish",
             _ => "other",
         })
         .collect();
-    assert_eq!(kinds, ["start", "progress", "progress", "finish"], "events: {events:?}");
+    assert_eq!(kinds, ["decided", "start", "progress", "progress", "finish"], "events: {events:?}");
     match events.last() {
         Some(Event::Finish { id: fid, tool, outcome, .. }) => {
             assert_eq!(fid, &id);

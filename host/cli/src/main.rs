@@ -1,6 +1,7 @@
 //! `toolhost`: run AI-agent tools as sandboxed WebAssembly components.
 
 mod ask;
+mod audit;
 mod commands;
 mod install;
 mod output;
@@ -51,6 +52,8 @@ enum Command {
     Publish(commands::publish::PublishCommand),
     /// Make an ed25519 key pair for signing published tools.
     Keygen(commands::keygen::KeygenCommand),
+    /// Summarise an audit log: calls per tool, decisions, errors, denials, hosts, bytes, time span.
+    Audit(commands::audit::AuditCommand),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
             Command::Update(c) => c.execute(&cli.global).await,
             Command::Publish(c) => c.execute(&cli.global).await,
             Command::Keygen(c) => c.execute(&cli.global).await,
+            Command::Audit(c) => c.execute(&cli.global).await,
         }
     });
     match result {

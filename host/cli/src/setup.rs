@@ -37,6 +37,10 @@ pub struct GlobalArgs {
     /// Deny calls matching RULE, e.g. 'Edit(.git/**)' (repeatable; adds to the config).
     #[arg(long, global = true, value_name = "RULE", value_parser = parse_rule)]
     pub deny: Vec<toolhost_policy::Rule>,
+    /// Append one JSON line per permission decision and per call to FILE (overrides `[audit]
+    /// file`; rotated by size, see `toolhost audit`).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
     /// More logging on stderr (-v, -vv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -152,6 +156,22 @@ async fn build_and_load(
     decider: Option<Arc<dyn toolhost::PermissionDecider>>,
 ) -> Result<Loaded> {
     let workspace = workspace(args)?;
+    // The audit log sees every event the runtime sends, whoever else watches.
+    let audit_file = match &args.audit {
+        Some(file) => Some(absolute(file)?),
+        None => config.audit.file().map(|f| absolute(&f)).transpose()?,
+    };
+    let events = match &audit_file {
+        Some(file) => {
+            let log = crate::audit::AuditLog::open(file, config.audit.log_inputs, config.audit.max_bytes())?;
+            let inner = events;
+            Arc::new(move |event: Event| {
+                log.record(&event);
+                inner(event);
+            }) as toolhost::EventSink
+        }
+        None => events,
+    };
     let mut builder =
         Runtime::builder().workspace(&workspace).config(config.clone()).env(std::env::vars()).events(events);
     if let Some(mode) = args.permission_mode {
@@ -182,6 +202,9 @@ async fn build_and_load(
     builder = builder.protect(config_file, what);
     for dir in &args.tools {
         builder = builder.protect(absolute(dir)?, "a tools directory");
+    }
+    for path in audit_file.iter().flat_map(|f| crate::audit::paths(f)) {
+        builder = builder.protect(path, "the audit log");
     }
     for (path, what) in &args.protect {
         builder = builder.protect(absolute(path)?, what.clone());
@@ -400,7 +423,7 @@ impl Display {
                 }
                 Event::Progress { tool, message, .. } => eprintln!("{tool}: {message}"),
                 Event::Start { id, tool } if *verbose => eprintln!("start {tool} ({id})"),
-                Event::Finish { id, tool, outcome, duration_ms } if *verbose => {
+                Event::Finish { id, tool, outcome, duration_ms, .. } if *verbose => {
                     eprintln!("finish {tool} ({id}): {outcome} in {:.1} ms", duration_ms.as_secs_f64() * 1000.0)
                 }
                 _ => {}
@@ -424,7 +447,7 @@ impl Display {
                             let _ = bars.println(format!("{tool}: {message}"));
                         }
                     },
-                    Event::Finish { id, tool, outcome, duration_ms } => {
+                    Event::Finish { id, tool, outcome, duration_ms, .. } => {
                         if let Some(bar) = running.remove(&id) {
                             bar.finish_and_clear();
                             bars.remove(&bar);

@@ -52,6 +52,9 @@ pub struct Config {
     /// Whose signatures installed tools (`source`) must carry (see [`crate::TrustConfig`]).
     #[serde(default)]
     pub trust: crate::TrustConfig,
+    /// Where every permission decision and call is recorded (see [`AuditConfig`]).
+    #[serde(default)]
+    pub audit: AuditConfig,
     /// The text it was read from, so that errors found later (a grant beyond a tool's ceiling, a
     /// section for a tool that is not loaded) can point into it. `None` for a config built in code.
     #[serde(skip)]
@@ -128,6 +131,37 @@ impl TlsConfig {
     /// The extra root files (resolved against the config file's directory at parse time).
     pub fn ca_files(&self) -> Vec<PathBuf> {
         self.ca_files.iter().map(|f| f.get_ref().clone()).collect()
+    }
+}
+
+/// `[audit]`: the audit log, one JSON line per permission decision and per finished call.
+///
+/// Inputs are recorded as a sha256 only: they may hold secrets a log must not keep, unless
+/// `log_inputs = true` says the operator wants them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// The log file, relative to the config file (`--audit FILE` overrides it).
+    pub file: Option<Spanned<PathBuf>>,
+    /// Also record each call's input itself (default `false`).
+    #[serde(default)]
+    pub log_inputs: bool,
+    /// Rotate when the file would pass this many bytes (default [`Self::DEFAULT_MAX_BYTES`]).
+    pub max_bytes: Option<Spanned<i64>>,
+}
+
+impl AuditConfig {
+    /// 10 MiB.
+    pub const DEFAULT_MAX_BYTES: u64 = 10 << 20;
+
+    /// The log file (resolved against the config file's directory at parse time).
+    pub fn file(&self) -> Option<PathBuf> {
+        self.file.as_ref().map(|f| f.get_ref().clone())
+    }
+
+    /// The rotation size (checked positive at parse time).
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes.as_ref().map_or(Self::DEFAULT_MAX_BYTES, |m| (*m.get_ref()).max(1) as u64)
     }
 }
 
@@ -505,6 +539,11 @@ fn check_document(text: &str, file: &Path, touch_fs: bool) -> (Config, Vec<Confi
             checker.error(p.span().start, format!("{path}: {what}: {}", shown.display()));
         }
     }
+    if let Some(f) = &mut config.audit.file
+        && f.get_ref().is_relative()
+    {
+        *f = Spanned::new(f.span(), base.join(f.get_ref()));
+    }
     for (i, f) in config.tls.ca_files.iter_mut().enumerate() {
         if f.get_ref().is_relative() {
             *f = Spanned::new(f.span(), base.join(f.get_ref()));
@@ -669,6 +708,11 @@ impl Checker<'_> {
     /// The checks serde cannot do: ranges, formats, rules, matchers.
     fn values(&mut self, config: &Config) {
         self.limits(&config.limits, "limits");
+        if let Some(max) = &config.audit.max_bytes
+            && *max.get_ref() < 1
+        {
+            self.error(max.span().start, format!("audit.max_bytes: must be at least 1, got {}", max.get_ref()));
+        }
         for (name, tool) in &config.tools {
             let table = key_path("tools", name);
             self.limits(&tool.limits(), &table);
@@ -866,6 +910,25 @@ sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
         assert_eq!(c.tools["Mine"].path.as_ref().unwrap().get_ref(), &PathBuf::from("/etc/tools/mine.wasm"));
         assert_eq!(c.tools["Read"].grant(), Some(&Grant { fs_read: vec![".".into()], ..Grant::none() }));
         assert_eq!(c.tools["Mine"].grant(), None);
+    }
+
+    #[test]
+    fn audit_table() {
+        let c = parse("[audit]\nfile = \"logs/audit.jsonl\"\nlog_inputs = true\nmax_bytes = 4096\n").unwrap();
+        assert_eq!(c.audit.file(), Some(PathBuf::from("/etc/logs/audit.jsonl")));
+        assert!(c.audit.log_inputs);
+        assert_eq!(c.audit.max_bytes(), 4096);
+        let d = parse("").unwrap();
+        assert_eq!((d.audit.file(), d.audit.log_inputs), (None, false));
+        assert_eq!(d.audit.max_bytes(), AuditConfig::DEFAULT_MAX_BYTES);
+        assert_errors(
+            &errors("[audit]\nmax_bytes = 0\nlog_input = true\nfile = 3\n"),
+            &[
+                (2, 13, "audit.max_bytes: must be at least 1"),
+                (3, 1, "audit.log_input: unknown field"),
+                (4, 8, "audit.file: invalid type"),
+            ],
+        );
     }
 
     #[test]

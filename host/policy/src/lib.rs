@@ -43,7 +43,7 @@ mod warnings;
 
 pub use capability::Capability;
 pub use config::{
-    Config, ConfigError, HookConfig, HooksConfig, LimitsConfig, PermissionsConfig, TlsConfig, ToolConfig,
+    AuditConfig, Config, ConfigError, HookConfig, HooksConfig, LimitsConfig, PermissionsConfig, TlsConfig, ToolConfig,
 };
 pub use fs::{DEFAULT_ASK_BEFORE_WRITING, FsAccess, FsRefusal, PathPolicy};
 pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant, grant_excess};

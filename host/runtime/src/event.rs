@@ -52,6 +52,23 @@ pub enum Event {
         /// `allow_once`, `allow_always`, `deny`, or `no_one_to_ask`.
         answer: String,
     },
+    /// The permission check decided (after any PreToolUse hook block or ask): what the audit
+    /// log records per decision.
+    Decided {
+        /// The call's tool_use id.
+        id: String,
+        /// The tool.
+        tool: String,
+        /// The runtime's session id (as hooks get it).
+        session: String,
+        /// `allow`, `deny` or `ask`.
+        decision: String,
+        /// What made it: the rule, the mode, the hook (with its command) or the default.
+        by: String,
+        /// For `ask`: `allow_once`, `allow_always`, `allowed_earlier`, `deny` or `no_one_to_ask`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        answer: Option<String>,
+    },
     /// The call has its result.
     Finish {
         /// The call's tool_use id.
@@ -63,7 +80,42 @@ pub enum Event {
         /// How long the whole pipeline took.
         #[serde(serialize_with = "ser_ms")]
         duration_ms: Duration,
+        /// The runtime's session id (as hooks get it).
+        session: String,
+        /// Hex sha256 of the tool's component bytes (`None` for an unknown tool).
+        digest: Option<String>,
+        /// Hex sha256 of the input as compact JSON with sorted keys (see [`input_sha256`]).
+        input_sha256: String,
+        /// The input itself: never serialized (events files must not leak it); an audit log
+        /// writes it only when asked to.
+        #[serde(skip)]
+        input: Arc<serde_json::Value>,
+        /// Bytes of the result's text blocks.
+        bytes_out: usize,
+        /// Every `host:port` (or address) the call was allowed to reach or refused (marked
+        /// `(refused)`), each once, sorted.
+        hosts: Vec<String>,
     },
+}
+
+/// Hex sha256 of `input` as compact JSON with object keys sorted at every level, so equal
+/// inputs hash equally whatever order their keys came in.
+pub fn input_sha256(input: &serde_json::Value) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(serde_json::to_vec(&sorted(input)).unwrap_or_default()))
+}
+
+fn sorted(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
 }
 
 fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

@@ -51,7 +51,7 @@ pub use batch::Submission;
 pub use cache::private_dir;
 pub use engine::{EngineOptions, ToolEngine};
 pub use error::{Error, Result};
-pub use event::{Event, EventSink};
+pub use event::{Event, EventSink, input_sha256};
 #[doc(hidden)]
 pub use fsguard::use_procfs_paths;
 pub use hooks::{Combined, CommandHook, CommandHooks, HookEvent, HookFailure, HookInput, HookResponse, Hooks, combine};

@@ -325,6 +325,7 @@ async fn run_schema(engine: &ToolEngine, compiled: &Compiled, source: &ToolSourc
             namespace: Arc::from(""),
             workspace_json: Arc::from("null"),
             progress: None,
+            hosts: None,
         },
         grant: None,
         pool: None,

@@ -196,7 +196,20 @@ pub(crate) struct NetAccess {
     /// Why requests failed on the host's side (a TLS certificate not trusted, a name that did
     /// not resolve): the guest sees only an error code, the model gets these sentences.
     failures: Mutex<Vec<String>>,
+    /// Where the hosts this call was allowed or refused go, for the audit log (see
+    /// [`HostLog`]); `None` when nobody listens.
+    host_log: Option<HostLog>,
 }
+
+/// The `host:port` (or address) of every HTTP request and connect a call tried, each once,
+/// refused ones marked `(refused)`: what the audit log records as hosts contacted.
+pub(crate) type HostLog = Arc<Mutex<BTreeSet<String>>>;
+
+/// Distinct hosts logged per call at most; past it, one [`MORE_HOSTS`] entry says so.
+const MAX_HOSTS_LOGGED: usize = 256;
+
+/// The entry that stands for hosts past [`MAX_HOSTS_LOGGED`] (sorts after every host name).
+const MORE_HOSTS: &str = "~ and more hosts not listed";
 
 /// Holds one of a call's HTTP connection slots; dropping it frees the slot.
 pub(crate) struct ConnectionSlot(Arc<NetAccess>);
@@ -238,6 +251,25 @@ impl NetAccess {
         self
     }
 
+    /// Record every host this call is allowed or refused into `log`.
+    pub(crate) fn log_hosts(mut self, log: Option<HostLog>) -> Self {
+        self.host_log = log;
+        self
+    }
+
+    fn note_host(&self, host: impl std::fmt::Display, allowed: bool) {
+        if let Some(log) = &self.host_log {
+            let entry = if allowed { host.to_string() } else { format!("{host} (refused)") };
+            let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+            // A tool trying one address after another must not grow the host's memory.
+            if log.len() < MAX_HOSTS_LOGGED {
+                log.insert(entry);
+            } else if !log.contains(&entry) {
+                log.insert(MORE_HOSTS.to_string());
+            }
+        }
+    }
+
     pub(crate) fn limits(&self) -> NetLimits {
         self.limits
     }
@@ -246,6 +278,7 @@ impl NetAccess {
     /// an IPv4 address or a bracketed IPv6 address).
     pub(crate) fn http_allowed(&self, host: &str, port: u16) -> bool {
         let ok = self.patterns.iter().any(|p| p.matches(host, port));
+        self.note_host(format_args!("{host}:{port}"), ok);
         if !ok {
             // A web port needs no port in the grant that would allow it.
             let shown = if WEB_PORTS.contains(&port) { host.to_string() } else { format!("{host}:{port}") };
@@ -371,7 +404,9 @@ impl NetAccess {
 
     /// Whether a TCP connect (or a UDP send) to `addr` is allowed; a refusal is remembered.
     pub(crate) fn connect_allowed(&self, addr: SocketAddr) -> bool {
-        self.reachable(addr).map_err(|r| self.refuse(r)).is_ok()
+        let ok = self.reachable(addr).map_err(|r| self.refuse(r)).is_ok();
+        self.note_host(addr, ok);
+        ok
     }
 
     /// Whether a UDP datagram may go to `addr`: the address must be reachable, and a peer

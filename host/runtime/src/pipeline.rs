@@ -24,6 +24,12 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use toolhost_policy::{Decision, Request, SubjectKind};
 
+tokio::task_local! {
+    /// The hosts the running call tried to reach (see [`crate::net::HostLog`]): set around one
+    /// call's pipeline, read when its instance is made, reported in [`Event::Finish`].
+    static CALL_HOSTS: crate::net::HostLog;
+}
+
 /// Context updates a call asks for, in order (`None` deletes), inside its tool's namespace.
 #[derive(Debug, Default)]
 pub(crate) struct Updates {
@@ -128,6 +134,7 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> (ToolResult, Updates) {
         let started = Instant::now();
+        let hosts = crate::net::HostLog::default();
         let (result, updates) = match self.tools.get(&tool_use.name) {
             None => (
                 ToolResult::error(
@@ -140,13 +147,26 @@ impl Runtime {
             Some(_) if cancel.is_cancelled() => {
                 (ToolResult::error(&tool_use.id, OutcomeKind::Interrupted, INTERRUPTED), Updates::default())
             }
-            Some(tool) => self.run_tool(tool, tool_use, context, access, cancel).await,
+            Some(tool) => CALL_HOSTS.scope(hosts.clone(), self.run_tool(tool, tool_use, context, access, cancel)).await,
         };
         self.emit(|| Event::Finish {
             id: tool_use.id.clone(),
             tool: tool_use.name.clone(),
             outcome: result.outcome,
             duration_ms: started.elapsed(),
+            session: self.session_id.clone(),
+            digest: self.tools.get(&tool_use.name).map(|t| t.sha256.clone()),
+            input_sha256: crate::event::input_sha256(&tool_use.input),
+            input: Arc::new(tool_use.input.clone()),
+            bytes_out: result
+                .content
+                .iter()
+                .map(|b| match b {
+                    ContentBlock::Text { text } => text.len(),
+                    ContentBlock::Image { .. } => 0,
+                })
+                .sum(),
+            hosts: hosts.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect(),
         });
         (result, updates)
     }
@@ -174,6 +194,7 @@ impl Runtime {
         let mut notes = context_notes(HookEvent::PreToolUse, name, &pre);
         if pre.decision == Some(Decision::Deny) {
             let reason = pre.reason.clone().unwrap_or_else(|| format!("PreToolUse:{name} hook blocked the call"));
+            self.decided(id, name, "deny", &reason, None);
             return (with_notes(ToolResult::error(id, OutcomeKind::HookBlocked, reason), &notes), Updates::default());
         }
         if let Some(updated) = pre.updated_input {
@@ -186,7 +207,8 @@ impl Runtime {
         }
 
         // 6. Permission.
-        let approved = match self.permit(tool, id, &input_value, pre.decision, &view, cancel).await {
+        let hook = (pre.decision, pre.reason.as_deref());
+        let approved = match self.permit(tool, id, &input_value, hook, &view, cancel).await {
             Ok(approved) => approved,
             Err(result) => return (with_notes(result, &notes), Updates::default()),
         };
@@ -301,7 +323,7 @@ impl Runtime {
         tool: &LoadedTool,
         id: &str,
         input: &Value,
-        hook: Option<Decision>,
+        (hook, hook_reason): (Option<Decision>, Option<&str>),
         view: &SessionView,
         cancel: &CancellationToken,
     ) -> Result<Vec<PathBuf>, ToolResult> {
@@ -332,11 +354,22 @@ impl Runtime {
             ),
             (decided, _) => decided,
         };
+        // What made the decision, for the audit log: the rule, mode or hook (with its command).
+        let by = match hook_reason {
+            Some(hook) if reason.contains("PreToolUse hook") => format!("{reason}: {hook}"),
+            _ => reason.clone(),
+        };
         let approved = || guarded.iter().map(|(real, _)| real.clone()).collect::<Vec<_>>();
         let denied = |message: String| ToolResult::error(id, OutcomeKind::PermissionDenied, message);
         match decision {
-            Decision::Allow => return Ok(Vec::new()),
-            Decision::Deny => return Err(denied(format!("Permission to use {name} has been denied: {reason}."))),
+            Decision::Allow => {
+                self.decided(id, name, "allow", &by, None);
+                return Ok(Vec::new());
+            }
+            Decision::Deny => {
+                self.decided(id, name, "deny", &by, None);
+                return Err(denied(format!("Permission to use {name} has been denied: {reason}.")));
+            }
             Decision::Ask => {}
         }
         let suggested = req.suggested_rule(&self.workspace);
@@ -346,13 +379,15 @@ impl Runtime {
                 tool: name.clone(),
                 reason: reason.clone(),
                 answer: answer.to_string(),
-            })
+            });
+            self.decided(id, name, "ask", &by, Some(answer));
         };
         let _one_at_a_time = tokio::select! {
             guard = self.permissions.ask_lock.lock() => guard,
             _ = cancel.cancelled() => return Err(ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED)),
         };
         if guarded.is_none() && view.allows(name) {
+            self.decided(id, name, "ask", &by, Some("allowed_earlier"));
             return Ok(Vec::new());
         }
         let request = AskRequest {
@@ -540,6 +575,10 @@ impl Runtime {
                 .events
                 .clone()
                 .map(|s| (s, Arc::from(tool_use.id.as_str()), Arc::from(tool.info.name.as_str()))),
+            hosts: match access {
+                Access::Nothing => None,
+                Access::Granted | Access::ReadOnly => CALL_HOSTS.try_with(Clone::clone).ok(),
+            },
         };
         let cx = InvokeCtx {
             engine: &self.engine,
@@ -560,6 +599,19 @@ impl Runtime {
             fs,
         };
         invoke(cx, export).await
+    }
+
+    /// Report a permission decision: `decision` is `allow`, `deny` or `ask`, `by` the rule,
+    /// mode or hook that made it, `answer` what an ask got.
+    fn decided(&self, id: &str, tool: &str, decision: &str, by: &str, answer: Option<&str>) {
+        self.emit(|| Event::Decided {
+            id: id.to_string(),
+            tool: tool.to_string(),
+            session: self.session_id.clone(),
+            decision: decision.to_string(),
+            by: by.to_string(),
+            answer: answer.map(str::to_string),
+        });
     }
 
     fn emit(&self, event: impl FnOnce() -> Event) {

@@ -37,6 +37,8 @@ pub(crate) struct CallEnv {
     pub workspace_json: Arc<str>,
     /// Where progress goes, with the call's id and tool name.
     pub progress: Option<(EventSink, Arc<str>, Arc<str>)>,
+    /// Where the hosts the call tries to reach are recorded (for the audit log), if anywhere.
+    pub hosts: Option<crate::net::HostLog>,
 }
 
 /// Sums linear memory over every memory of the instance and refuses growth past the limit,

@@ -2,6 +2,7 @@
 
 pub mod add;
 pub mod agent;
+pub mod audit;
 pub mod call;
 pub mod config;
 pub mod inspect;
