@@ -6,7 +6,7 @@
 
 use serde_json::json;
 use std::sync::Arc;
-use toolhost::{Event, Runtime, Session, ToolSource, ToolUse};
+use toolhost::{Event, Runtime, Session, ToolUse};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,8 +20,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }))
         .build()?;
-    for (name, bytes) in toolhost_default_tools::TOOLS {
-        runtime.load(ToolSource::embedded(name, bytes)).await?;
+    for source in toolhost_default_tools::sources() {
+        runtime.load(source).await?;
     }
     let runtime = Arc::new(runtime);
 

@@ -102,3 +102,26 @@ async fn a_grant_including_the_cache_is_refused() {
     let mut outside = runtime(ws.path(), &cache.path().join("cache"));
     assert_eq!(outside.load(probe()).await.expect("load Probe"), "Probe");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_known_from_its_record_is_compiled_at_its_first_call_not_at_load() {
+    let ws = workspace();
+    let cache = workspace();
+    let cache_dir = cache.path().join("cache");
+    noop_works(&mut runtime(ws.path(), &cache_dir)).await;
+    for entry in cwasm_files(&cache_dir) {
+        fs::remove_file(entry).unwrap();
+    }
+
+    // A fresh process: the load record describes Noop, so loading it compiles nothing...
+    let mut second = runtime(ws.path(), &cache_dir);
+    let name = second.load(ToolSource::bytes("noop.wasm", guests::NOOP)).await.expect("load Noop");
+    assert_eq!(cwasm_files(&cache_dir), Vec::<PathBuf>::new(), "loading compiled the tool");
+    // ...and its first calls (several at once, sharing one compilation) do.
+    let session = Session::new();
+    let calls = (0..4).map(|_| call(&second, &session, &name, json!({})));
+    for result in futures::future::join_all(calls).await {
+        assert_eq!(result.text(), "ok", "{result:?}");
+    }
+    assert_eq!(cwasm_files(&cache_dir).len(), 1);
+}

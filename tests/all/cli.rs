@@ -33,6 +33,24 @@ fn call_prints_the_result_text_and_exits_0() {
 }
 
 #[test]
+fn a_first_call_on_an_empty_cache_compiles_nothing() {
+    // A fresh CI runner: the default tools' code comes with the binary, so the cache gets the
+    // tools' load records and no compiled code.
+    let ws = hello_workspace();
+    let cache = workspace();
+    let cache_dir = cache.path().join("cache");
+    for args in [&["call", "Grep", r#"{"pattern":"wor","output_mode":"content"}"#][..], &["list"]] {
+        let o =
+            toolhost_tests::cli::command(ws.path()).env("TOOLHOST_CACHE_DIR", &cache_dir).args(args).output().unwrap();
+        assert_exit(&o, 0);
+    }
+    let names: Vec<String> =
+        fs::read_dir(&cache_dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert!(names.iter().any(|n| n.ends_with(".load.json")), "{names:?}");
+    assert!(!names.iter().any(|n| n.ends_with(".cwasm")), "compiled at start: {names:?}");
+}
+
+#[test]
 fn call_json_prints_a_tool_result_block() {
     let ws = hello_workspace();
     let o = run(ws.path(), &["call", "Read", r#"{"file_path":"a.txt"}"#, "--json", "--id", "toolu_abc"]);

@@ -17,6 +17,7 @@ mod load;
 mod mcp;
 mod network;
 mod permissions;
+mod precompiled;
 mod props;
 mod registry;
 mod sandbox;

@@ -33,7 +33,7 @@ pub fn workspace() -> tempfile::TempDir {
 
 /// The embedded default tools as sources.
 pub fn default_tools() -> Vec<ToolSource> {
-    toolhost_default_tools::TOOLS.iter().map(|(name, bytes)| ToolSource::embedded(name, bytes)).collect()
+    toolhost_default_tools::sources()
 }
 
 /// A runtime over `ws` with `config`, loading `sources` (panics if one fails to load).

@@ -114,21 +114,34 @@ pub fn cache_dir() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("toolhost"))
 }
 
-/// Build the runtime and load every tool. One tool failing to load never stops the others.
+/// Build the runtime and load every tool, for a command that makes one call or none (no pool
+/// of instances to reserve). One tool failing to load never stops the others.
 pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
-    load_with_events(args, verbose_events, None).await
+    let config = load_config(args)?;
+    let (events, decider) = terminal_events_and_asks(verbose_events, None)?;
+    build_and_load(args, config, events, decider, false).await
 }
 
 /// [`load`], also writing every event as a JSON line to `events_file` (start, progress and
 /// finish with duration and outcome kind).
 pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_file: Option<&Path>) -> Result<Loaded> {
     let config = load_config(args)?;
+    let (events, decider) = terminal_events_and_asks(verbose_events, events_file)?;
+    build_and_load(args, config, events, decider, true).await
+}
+
+/// Events printed on stderr (and written to `events_file`), and asks on the terminal if there
+/// is one.
+fn terminal_events_and_asks(
+    verbose_events: bool,
+    events_file: Option<&Path>,
+) -> Result<(toolhost::EventSink, Option<Arc<dyn toolhost::PermissionDecider>>)> {
     let display = Arc::new(if live_progress() { Display::live() } else { Display::Plain { verbose: verbose_events } });
     let events = event_printer(display.clone(), events_file)?;
     let pause: crate::ask::Pause = Arc::new(move |paused| display.pause(paused));
     let decider = crate::ask::TtyDecider::if_interactive(Some(pause))
         .map(|d| Arc::new(d) as Arc<dyn toolhost::PermissionDecider>);
-    build_and_load(args, config, events, decider).await
+    Ok((events, decider))
 }
 
 /// Whether progress is drawn live on stderr (indicatif, one line per finished call) rather than
@@ -146,7 +159,7 @@ pub async fn load_with(
     decider: Option<Arc<dyn toolhost::PermissionDecider>>,
 ) -> Result<Loaded> {
     let config = load_config(args)?;
-    build_and_load(args, config, events, decider).await
+    build_and_load(args, config, events, decider, true).await
 }
 
 async fn build_and_load(
@@ -154,6 +167,7 @@ async fn build_and_load(
     config: Config,
     events: toolhost::EventSink,
     decider: Option<Arc<dyn toolhost::PermissionDecider>>,
+    pooling: bool,
 ) -> Result<Loaded> {
     let workspace = workspace(args)?;
     // The audit log sees every event the runtime sends, whoever else watches.
@@ -172,8 +186,12 @@ async fn build_and_load(
         }
         None => events,
     };
-    let mut builder =
-        Runtime::builder().workspace(&workspace).config(config.clone()).env(std::env::vars()).events(events);
+    let mut builder = Runtime::builder()
+        .workspace(&workspace)
+        .config(config.clone())
+        .env(std::env::vars())
+        .events(events)
+        .pooling(pooling);
     if let Some(mode) = args.permission_mode {
         builder = builder.permission_mode(mode);
     }
@@ -229,11 +247,7 @@ async fn build_and_load(
     let replaced = |name: &str| config.tools.get(name).is_some_and(|t| t.path.is_some() || t.source.is_some());
     let mut sources = Vec::new();
     if !args.no_default_tools {
-        for (name, bytes) in toolhost_default_tools::TOOLS {
-            if !replaced(name) {
-                sources.push(ToolSource::embedded(name, bytes));
-            }
-        }
+        sources.extend(toolhost_default_tools::sources().into_iter().filter(|s| !s.known_name().is_some_and(replaced)));
     }
     for (name, tool) in &config.tools {
         let Some(path) = &tool.path else { continue };

@@ -1,9 +1,8 @@
 //! The one wasmtime [`Engine`] of a process, configured in one place.
 //!
-//! Component model on; epoch interruption driven by a ticker thread (every store sets a
-//! deadline and yields at each tick, so a spinning guest neither starves its neighbours nor
-//! outlives its timeout); the pooling allocator, which makes a fresh instance per call cheap;
-//! fuel only when asked for, since metering slows every guest down.
+//! The configuration itself is in `toolhost-engine-config` (shared with the build script that
+//! precompiles the default tools); here the engine gets its epoch ticker (a spinning guest
+//! neither starves its neighbours nor outlives its timeout) and its linker.
 
 use crate::bindings::{HostImports, TypesHost};
 use crate::error::{Error, Result};
@@ -11,33 +10,16 @@ use crate::state::HostState;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use wasmtime::Engine;
 use wasmtime::component::Component;
 use wasmtime::component::{HasSelf, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often the epoch advances. Timeouts are checked at this granularity and a CPU-bound
 /// guest yields to the executor this often.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(5);
 
-/// Engine settings. Defaults: pooling allocator on, no fuel, up to 4 GiB per memory.
-#[derive(Debug, Clone)]
-pub struct EngineOptions {
-    /// Use the pooling instance allocator (fast fresh instances). If the pool cannot be
-    /// reserved (e.g. a small address-space ulimit), the engine falls back to on-demand.
-    pub pooling: bool,
-    /// Meter instructions so that `fuel` limits can be enforced.
-    pub fuel: bool,
-    /// The largest memory limit any tool may be given, in MiB (sizes the pool's slots).
-    pub max_memory_mib: u64,
-    /// Instances that may be alive at once (pool size).
-    pub max_instances: u32,
-}
-
-impl Default for EngineOptions {
-    fn default() -> Self {
-        EngineOptions { pooling: true, fuel: false, max_memory_mib: 4096, max_instances: 256 }
-    }
-}
+pub use toolhost_engine_config::EngineOptions;
+use toolhost_engine_config::config;
 
 /// A configured engine and the linker every tool is instantiated with. Cheap to clone; share
 /// one per process.
@@ -96,45 +78,6 @@ impl ToolEngine {
     pub fn is_pooled(&self) -> bool {
         self.pooled
     }
-}
-
-fn config(options: &EngineOptions, pooling: bool) -> Config {
-    let mut c = Config::new();
-    c.wasm_component_model(true);
-    c.epoch_interruption(true);
-    c.consume_fuel(options.fuel);
-    c.cranelift_opt_level(wasmtime::OptLevel::Speed);
-    // Enough frames to see unbounded recursion in a trap's call stack (outcome.rs tells a
-    // shadow-stack overflow from other out-of-bounds accesses that way); frame-pointer walks
-    // are cheap, and only a trap pays for one.
-    c.wasm_backtrace_max_frames(std::num::NonZeroUsize::new(crate::outcome::BACKTRACE_FRAMES));
-    if pooling {
-        let n = options.max_instances;
-        let mut p = PoolingAllocationConfig::new();
-        // Sized for interpreters too (componentize-py and StarlingMonkey guests have dozens of
-        // core instances and large tables), yet bounded: every slot reserves address space.
-        p.total_component_instances(n)
-            .total_core_instances(n * 4)
-            .total_memories(n * 2)
-            .total_tables(n * 2)
-            .max_core_instances_per_component(64)
-            .max_memories_per_component(16)
-            .max_tables_per_component(32)
-            .table_elements(100_000)
-            .max_component_instance_size(1 << 20)
-            .max_core_instance_size(1 << 20)
-            // A wasm32 memory cannot exceed 4 GiB, whatever the config says.
-            .max_memory_size(usize::try_from(options.max_memory_mib.min(4096) << 20).unwrap_or(usize::MAX))
-            // Keeping the first pages resident makes the next instance's first touches cheap.
-            .linear_memory_keep_resident(64 << 10)
-            .table_keep_resident(64 << 10)
-            // Returning a slot to the pool costs `madvise` calls; batching them amortises it.
-            .decommit_batch_size(16)
-            // Linux >= 6.7: reset only the pages a guest touched (falls back when unsupported).
-            .pagemap_scan(wasmtime::Enabled::Auto);
-        c.allocation_strategy(InstanceAllocationStrategy::Pooling(p));
-    }
-    c
 }
 
 fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {

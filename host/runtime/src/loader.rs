@@ -55,6 +55,9 @@ pub struct ToolSource {
     pub rename: Option<String>,
     /// The context namespace it shares with others; `None`: its own (see [`crate::session`]).
     pub(crate) context_namespace: Option<String>,
+    /// Native code made ahead of time for the bytes with this sha256 (see
+    /// [`ToolSource::with_precompiled`]).
+    precompiled: Option<(&'static str, &'static [u8])>,
 }
 
 impl ToolSource {
@@ -85,7 +88,31 @@ impl ToolSource {
     }
 
     fn new(origin: Origin, bytes: Arc<[u8]>) -> Self {
-        ToolSource { origin, bytes, expected_sha256: None, expected_name: None, rename: None, context_namespace: None }
+        ToolSource {
+            origin,
+            bytes,
+            expected_sha256: None,
+            expected_name: None,
+            rename: None,
+            context_namespace: None,
+            precompiled: None,
+        }
+    }
+
+    /// Native code for these bytes made ahead of time (wasmtime's serialisation, as
+    /// `Engine::precompile_component` writes it under `toolhost-engine-config`'s
+    /// configuration), used instead of compiling when the bytes' sha256 is `wasm_sha256` and
+    /// the engine's configuration matches; otherwise the tool is compiled as usual. This is how
+    /// the default tools start without compiling on a fresh machine.
+    ///
+    /// # Safety
+    ///
+    /// `code` is run as native code with no check beyond wasmtime's compatibility header: it
+    /// must come from a trusted build (the binary itself), never from a file or the network.
+    #[allow(unsafe_code, reason = "running code made ahead of time is unsafe by nature")]
+    pub unsafe fn with_precompiled(mut self, wasm_sha256: &'static str, code: &'static [u8]) -> Self {
+        self.precompiled = Some((wasm_sha256, code));
+        self
     }
 
     /// Require the tool to declare this name: one that declares another is refused.
@@ -102,7 +129,7 @@ impl ToolSource {
 
     /// The name known before anything runs: the one given, the one required, or an embedded
     /// tool's.
-    pub(crate) fn known_name(&self) -> Option<&str> {
+    pub fn known_name(&self) -> Option<&str> {
         match (&self.rename, &self.expected_name, &self.origin) {
             (Some(name), _, _) | (None, Some(name), _) | (None, None, Origin::Embedded(name)) => Some(name),
             _ => None,
@@ -141,7 +168,59 @@ pub struct ToolInfo {
 pub(crate) struct Compiled {
     pub component: Component,
     pub pre: PluginPre<HostState>,
-    pub sha256: String,
+}
+
+/// A tool's code, compiled (or taken from the cache or the binary) and linked when first
+/// needed: a start whose tools are all described by load records (see [`LoadRecord`]) makes
+/// no code ready at all, and a command that calls one tool readies that one. What readying
+/// costs (a cache read and a check, or a compilation) is paid by the first call, outside its
+/// deadline; a failure is kept and reported to every call.
+pub(crate) struct Code {
+    sha256: String,
+    /// What to make it from; dropped once made, so the bytes are not kept twice.
+    pending: std::sync::Mutex<Option<(ToolSource, Option<Cache>)>>,
+    ready: tokio::sync::OnceCell<std::result::Result<Arc<Compiled>, String>>,
+}
+
+impl Code {
+    /// Code to make from `source`, whose bytes passed [`check_bytes`] with this `sha256`.
+    pub(crate) fn new(source: &ToolSource, sha256: String, cache: Option<&Cache>) -> Self {
+        Code {
+            sha256,
+            pending: std::sync::Mutex::new(Some((source.clone(), cache.cloned()))),
+            ready: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The hex sha256 of the component's bytes.
+    pub(crate) fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The compiled, linked component, made now if this is the first time it is needed.
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot be made (as [`Error::Load`]'s message), the same every time.
+    pub(crate) async fn get(&self, engine: &ToolEngine) -> std::result::Result<Arc<Compiled>, String> {
+        self.ready
+            .get_or_init(|| async {
+                // Cloned, not taken: a call cancelled while this runs leaves it for the next.
+                let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let Some((source, cache)) = pending else {
+                    return Err("its code is gone".to_string()); // not reached: set once made
+                };
+                let made =
+                    compile(engine, &source, &self.sha256, cache.as_ref()).await.map(Arc::new).map_err(|e| match e {
+                        Error::Load { message, .. } => message,
+                        other => other.to_string(),
+                    });
+                *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                made
+            })
+            .await
+            .clone()
+    }
 }
 
 const WASM_MAGIC: &[u8; 4] = b"\0asm";
@@ -171,24 +250,19 @@ pub(crate) fn check_bytes(source: &ToolSource, pin: Option<&str>) -> Result<Stri
 
 /// Compile (through `cache`, when there is one) and link `source`, whose bytes passed
 /// [`check_bytes`] with this `sha256`.
-pub(crate) async fn compile(
-    engine: &ToolEngine,
-    source: &ToolSource,
-    sha256: String,
-    cache: Option<&Cache>,
-) -> Result<Compiled> {
+async fn compile(engine: &ToolEngine, source: &ToolSource, sha256: &str, cache: Option<&Cache>) -> Result<Compiled> {
     let bytes = &source.bytes;
-    let known = engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(&sha256).cloned();
-    let component = match known {
+    let known = engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(sha256).cloned();
+    let component = match known.or_else(|| precompiled(engine, source, sha256)) {
         Some(component) => component,
         None => {
             // Compiling takes from milliseconds to seconds (interpreters); keep it off the executor.
-            let (eng, b, s, cache) = (engine.engine.clone(), bytes.clone(), sha256.clone(), cache.cloned());
+            let (eng, b, s, cache) = (engine.engine.clone(), bytes.clone(), sha256.to_string(), cache.cloned());
             let component = tokio::task::spawn_blocking(move || cache::compile(&eng, &b, &s, cache.as_ref()))
                 .await
                 .map_err(|e| source.err(format!("compilation task failed: {e}")))?
                 .map_err(|e| source.err(format!("invalid component: {e:#}")))?;
-            engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(sha256.clone(), component.clone());
+            engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(sha256.to_string(), component.clone());
             component
         }
     };
@@ -201,7 +275,28 @@ pub(crate) async fn compile(
              (it must export `{TOOL_INTERFACE}` with schema, is-concurrency-safe, validate and call): {e:#}"
         ))
     })?;
-    Ok(Compiled { component, pre, sha256 })
+    Ok(Compiled { component, pre })
+}
+
+/// The component from `source`'s ahead-of-time code, when it was made from these bytes and
+/// this engine can run it (an engine with fuel, say, cannot: then it is compiled as usual).
+#[allow(unsafe_code, reason = "loading precompiled native code is unsafe by nature")]
+fn precompiled(engine: &ToolEngine, source: &ToolSource, sha256: &str) -> Option<Component> {
+    let (wasm_sha256, code) = source.precompiled?;
+    if !wasm_sha256.eq_ignore_ascii_case(sha256) {
+        return None;
+    }
+    // SAFETY: `with_precompiled`'s contract: the code comes from a trusted build.
+    match unsafe { Component::deserialize(&engine.engine, code) } {
+        Ok(component) => {
+            engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(sha256.to_string(), component.clone());
+            Some(component)
+        }
+        Err(e) => {
+            tracing::debug!("{}: not using its ahead-of-time code: {e:#}", source.origin);
+            None
+        }
+    }
 }
 
 /// What loading learned about one component from its `schema` export. Kept by digest in the
@@ -261,12 +356,12 @@ impl From<ToolSchema> for RawSchema {
 /// deadline), and remembered.
 pub(crate) async fn describe(
     engine: &ToolEngine,
-    compiled: &Compiled,
+    code: &Code,
     source: &ToolSource,
     limits: &Limits,
     cache: Option<&Cache>,
 ) -> Result<(ToolInfo, jsonschema::Validator)> {
-    let sha = &compiled.sha256;
+    let sha = code.sha256();
     let remembered = engine.records.lock().unwrap_or_else(|e| e.into_inner()).get(sha).cloned().or_else(|| {
         cache.and_then(|c| c.read_record(&engine.engine, sha)).and_then(|b| serde_json::from_slice(&b).ok())
     });
@@ -283,7 +378,8 @@ pub(crate) async fn describe(
             return Err(source
                 .err(format!("{message} (remembered from an earlier load of these bytes, sha256 {sha}; {retry})")));
         }
-        _ => run_schema(engine, compiled, source, limits).await,
+        // Only now is the code needed (a record, found above, makes it wait for a call).
+        _ => run_schema(engine, &*code.get(engine).await.map_err(|m| source.err(m))?, source, limits).await,
     };
     let result = match &record {
         LoadRecord::Schema(raw) => check_schema(raw.clone()),
@@ -301,7 +397,7 @@ pub(crate) async fn describe(
     {
         cache.write_record(&engine.engine, sha, &body);
     }
-    engine.records.lock().unwrap_or_else(|e| e.into_inner()).insert(sha.clone(), record);
+    engine.records.lock().unwrap_or_else(|e| e.into_inner()).insert(sha.to_string(), record);
     result.map_err(|m| source.err(m))
 }
 
@@ -411,10 +507,16 @@ pub struct Inspection {
 pub async fn inspect(engine: &ToolEngine, source: &ToolSource, cache_dir: Option<&Path>) -> Result<Inspection> {
     let cache = cache_dir.and_then(Cache::open_or_warn);
     let sha256 = check_bytes(source, source.expected_sha256.as_deref())?;
-    let compiled = compile(engine, source, sha256, cache.as_ref()).await?;
-    let (info, _) = describe(engine, &compiled, source, &Limits::default(), cache.as_ref()).await?;
+    let compiled = compile(engine, source, &sha256, cache.as_ref()).await?;
+    let code = Code {
+        sha256,
+        pending: Default::default(),
+        ready: tokio::sync::OnceCell::new_with(Some(Ok(Arc::new(compiled)))),
+    };
+    let (info, _) = describe(engine, &code, source, &Limits::default(), cache.as_ref()).await?;
+    let compiled = code.get(engine).await.map_err(|m| source.err(m))?;
     let ty = compiled.component.component_type();
     let imports = ty.imports(&engine.engine).map(|(name, _)| name.to_string()).collect();
     let exports = ty.exports(&engine.engine).map(|(name, _)| name.to_string()).collect();
-    Ok(Inspection { info, imports, exports, size: source.bytes.len(), sha256: compiled.sha256 })
+    Ok(Inspection { info, imports, exports, size: source.bytes.len(), sha256: code.sha256 })
 }

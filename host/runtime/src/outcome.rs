@@ -179,12 +179,9 @@ pub(crate) fn classify(err: &wasmtime::Error, state: &HostState, tool: &str, lim
 
 /// Frames of one function on the call stack from which a trap counts as a stack overflow.
 /// Far above what a non-recursive program reaches, and below what a 1 MiB shadow stack holds
-/// at 2 KiB a frame (512).
+/// at 2 KiB a frame (512); below what a trap's backtrace keeps
+/// ([`toolhost_engine_config::BACKTRACE_FRAMES`]), so that a recursion that deep can be seen.
 const DEEP_RECURSION_FRAMES: usize = 256;
-
-/// Frames a trap's backtrace keeps (the engine's setting): more than
-/// [`DEEP_RECURSION_FRAMES`], so that a recursion that deep can be seen.
-pub(crate) const BACKTRACE_FRAMES: usize = 320;
 
 /// The depth and name of the function that recursed when `err`'s call stack holds at least
 /// [`DEEP_RECURSION_FRAMES`] frames of one function.

@@ -554,6 +554,12 @@ impl Runtime {
         export: Export<'_>,
         approved: Vec<PathBuf>,
     ) -> Result<Returned, Failure> {
+        let compiled = tool.code.get(&self.engine).await.map_err(|m| {
+            Failure::new(
+                OutcomeKind::HostError,
+                format!("the code of tool {} cannot be made ready: {m}", tool.info.name),
+            )
+        })?;
         let fs = match access {
             Access::Nothing => FsCall::default(),
             Access::Granted | Access::ReadOnly => {
@@ -582,7 +588,7 @@ impl Runtime {
         };
         let cx = InvokeCtx {
             engine: &self.engine,
-            pre: &tool.pre,
+            pre: &compiled.pre,
             tool: &tool.info.name,
             limits: &tool.limits,
             workspace: &self.workspace,

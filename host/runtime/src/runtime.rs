@@ -1,7 +1,6 @@
 //! The runtime: an engine, a workspace, the operator's policy, and the registry of loaded
 //! tools (name → compiled `InstancePre`, compiled schema, effective grant, limits).
 
-use crate::bindings::PluginPre;
 use crate::cache::Cache;
 use crate::engine::{EngineOptions, ToolEngine};
 use crate::error::{Error, Result};
@@ -12,7 +11,6 @@ use crate::loader::{self, Origin, ToolInfo, ToolSource};
 use crate::permission::{PermissionDecider, Permissions};
 use crate::pinning::{hook_scripts, pin_dirs};
 use crate::spill::SpillDir;
-use crate::state::HostState;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -55,7 +53,7 @@ pub struct LoadedTool {
     pub(crate) check_reads: bool,
     /// Where its context keys live: its own namespace, or the embedded tools' shared one.
     pub(crate) context_namespace: Arc<str>,
-    pub(crate) pre: PluginPre<HostState>,
+    pub(crate) code: loader::Code,
     pub(crate) pure_pool: crate::invoke::PurePool,
 }
 
@@ -68,7 +66,7 @@ impl LoadedTool {
 
 /// A tool compiled and described, not yet registered.
 struct Prepared {
-    compiled: loader::Compiled,
+    code: loader::Code,
     info: ToolInfo,
     validator: jsonschema::Validator,
 }
@@ -98,6 +96,8 @@ pub struct RuntimeBuilder {
     hooks: Vec<Arc<dyn Hooks>>,
     decider: Option<Arc<dyn PermissionDecider>>,
     protected: Vec<(PathBuf, String)>,
+    /// `Some(false)`: the engine `build` makes allocates instances on demand.
+    pooling: Option<bool>,
 }
 
 impl RuntimeBuilder {
@@ -120,6 +120,14 @@ impl RuntimeBuilder {
     /// sized for the config's limits.
     pub fn engine(mut self, engine: ToolEngine) -> Self {
         self.engine = Some(engine);
+        self
+    }
+    /// Whether the engine `build` makes (when none is given) uses the pooling allocator
+    /// (default: yes). Reserving the pool costs a few milliseconds at start and saves some at
+    /// every call: a process that makes one call or none (`toolhost call`, `list`) is faster
+    /// without it.
+    pub fn pooling(mut self, pooling: bool) -> Self {
+        self.pooling = Some(pooling);
         self
     }
     /// The workspace directory (must exist).
@@ -215,7 +223,8 @@ impl RuntimeBuilder {
                 // configured memory limit fits; only fuel metering depends on the config.
                 let fuel = self.config.limits_for("").fuel.is_some()
                     || self.config.tools.keys().any(|t| self.config.limits_for(t).fuel.is_some());
-                ToolEngine::new(&EngineOptions { fuel, ..EngineOptions::default() })?
+                let pooling = self.pooling.unwrap_or(true);
+                ToolEngine::new(&EngineOptions { fuel, pooling, ..EngineOptions::default() })?
             }
         };
         let workspace_json: Arc<str> =
@@ -402,15 +411,15 @@ impl Runtime {
         }
         let pin = source.expected_sha256.as_deref().or(config_pin.map(|p| p.get_ref().as_str()));
         let sha256 = loader::check_bytes(source, pin)?;
-        let compiled = loader::compile(&self.engine, source, sha256, self.cache.as_ref()).await?;
+        let code = loader::Code::new(source, sha256, self.cache.as_ref());
         let limits = self.config.limits_for(known.unwrap_or(""));
-        let (info, validator) = loader::describe(&self.engine, &compiled, source, &limits, self.cache.as_ref()).await?;
-        Ok(Prepared { compiled, info, validator })
+        let (info, validator) = loader::describe(&self.engine, &code, source, &limits, self.cache.as_ref()).await?;
+        Ok(Prepared { code, info, validator })
     }
 
     /// Check a prepared tool against the config and the tools already loaded, and register it.
     fn register(&mut self, source: ToolSource, prepared: Prepared) -> Result<String> {
-        let Prepared { compiled, mut info, validator } = prepared;
+        let Prepared { code, mut info, validator } = prepared;
         if let Some(name) = &source.rename {
             info.name = name.clone();
         }
@@ -469,14 +478,14 @@ impl Runtime {
         }
         let tool_config = self.config.tools.get(&name);
         if let Some(pin) = tool_config.and_then(|t| t.sha256.as_ref())
-            && !pin.get_ref().eq_ignore_ascii_case(&compiled.sha256)
+            && !pin.get_ref().eq_ignore_ascii_case(code.sha256())
         {
             return Err(Error::Load {
                 origin: source.origin.to_string(),
                 message: format!(
                     "sha256 mismatch for tool {name}: the config pins {}, the file has {}; refusing to load it",
                     pin.get_ref(),
-                    compiled.sha256
+                    code.sha256()
                 ),
             });
         }
@@ -555,7 +564,7 @@ impl Runtime {
             grant_inside_workspace,
             info,
             origin: source.origin.clone(),
-            sha256: compiled.sha256,
+            sha256: code.sha256().to_string(),
             size: source.bytes.len(),
             grant,
             effective_read_only: effective.read_only(),
@@ -565,7 +574,7 @@ impl Runtime {
             preopens: preopens.into(),
             own_policy,
             check_reads,
-            pre: compiled.pre,
+            code,
             pure_pool: Default::default(),
         };
         self.tools.insert(name.clone(), Arc::new(tool));

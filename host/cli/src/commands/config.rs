@@ -159,11 +159,10 @@ async fn find_tools(
 
     let replaced = |name: &str| config.tools.get(name).is_some_and(|t| t.path.is_some());
     if !global.no_default_tools {
-        for (name, bytes) in toolhost_default_tools::TOOLS {
-            if replaced(name) {
+        for source in toolhost_default_tools::sources() {
+            if source.known_name().is_some_and(replaced) {
                 continue;
             }
-            let source = ToolSource::embedded(name, bytes);
             match inspect(&source).await {
                 Ok(i) => {
                     let (name, f) = found(i, source.origin.to_string());

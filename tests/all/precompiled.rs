@@ -1,0 +1,106 @@
+//! The default tools carry native code compiled at build time: a fresh machine (an empty
+//! compile cache) runs them without compiling. Code made ahead of time is used only for the
+//! bytes it was made from and by an engine configured like the one that made it; otherwise the
+//! tool is compiled as usual.
+
+use serde_json::json;
+use std::fs;
+use std::path::{Path, PathBuf};
+use toolhost::{EngineOptions, Runtime, Session, ToolEngine, ToolSource};
+use toolhost_tests::{call, guests, workspace};
+
+fn runtime(ws: &Path, cache_dir: &Path, options: EngineOptions) -> Runtime {
+    Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(ToolEngine::new(&options).expect("engine"))
+        .workspace(ws)
+        .cache_dir(cache_dir)
+        .build()
+        .expect("runtime")
+}
+
+fn cwasm_files(dir: &Path) -> Vec<PathBuf> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "cwasm")).collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn read_and_grep_work(rt: &mut Runtime, ws: &Path) {
+    fs::write(ws.join("notes.txt"), "alpha\nbeta\n").unwrap();
+    for source in toolhost_default_tools::sources() {
+        rt.load(source).await.expect("load a default tool");
+    }
+    let session = Session::new();
+    let read = call(rt, &session, "Read", json!({"file_path": "notes.txt"})).await;
+    assert!(!read.is_error, "{read:?}");
+    assert!(read.text().contains("beta"), "{}", read.text());
+    let grep = call(rt, &session, "Grep", json!({"pattern": "alph", "output_mode": "content"})).await;
+    assert!(!grep.is_error, "{grep:?}");
+    assert!(grep.text().contains("alpha"), "{}", grep.text());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_default_tool_is_built_with_native_code() {
+    // CI builds natively (never with TOOLHOST_PRECOMPILE=0): all seven must carry code.
+    assert_eq!(toolhost_default_tools::precompiled_count(), toolhost_default_tools::TOOLS.len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_default_tools_run_on_an_empty_cache_without_compiling() {
+    let (ws, cache) = (workspace(), workspace());
+    let cache_dir = cache.path().join("cache");
+    for pooling in [false, true] {
+        let mut rt = runtime(ws.path(), &cache_dir, EngineOptions { pooling, ..EngineOptions::default() });
+        read_and_grep_work(&mut rt, ws.path()).await;
+        // Nothing was compiled, so nothing was written: the cache holds what loading learned
+        // (the schemas), not code.
+        assert_eq!(cwasm_files(&cache_dir), Vec::<PathBuf>::new(), "pooling {pooling}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_engine_configured_otherwise_compiles_the_default_tools() {
+    // Fuel metering changes the code: what the build made cannot run here, and is not tried.
+    let (ws, cache) = (workspace(), workspace());
+    let cache_dir = cache.path().join("cache");
+    let mut rt =
+        runtime(ws.path(), &cache_dir, EngineOptions { pooling: false, fuel: true, ..EngineOptions::default() });
+    read_and_grep_work(&mut rt, ws.path()).await;
+    assert_eq!(cwasm_files(&cache_dir).len(), toolhost_default_tools::TOOLS.len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[allow(unsafe_code, reason = "the code handed over is never run: the test shows it is refused")]
+async fn code_made_for_other_bytes_or_unusable_is_not_run() {
+    let (ws, cache) = (workspace(), workspace());
+    let cache_dir = cache.path().join("cache");
+    let noop_sha = leak(sha256(guests::NOOP));
+    let (read_sha, read_code) = toolhost_default_tools::precompiled("Read").expect("Read's code");
+    let cases: [(&str, ToolSource); 2] = [
+        // Garbage for the right digest: wasmtime refuses it, and the tool is compiled.
+        ("garbage", unsafe {
+            ToolSource::bytes("noop.wasm", guests::NOOP).with_precompiled(noop_sha, b"not code at all")
+        }),
+        // Valid code made from other bytes (Read's): were it run, this tool would be Read.
+        ("other bytes", unsafe { ToolSource::bytes("noop.wasm", guests::NOOP).with_precompiled(read_sha, read_code) }),
+    ];
+    for (case, source) in cases {
+        let mut rt = runtime(ws.path(), &cache_dir, EngineOptions { pooling: false, ..EngineOptions::default() });
+        let name = rt.load(source).await.unwrap_or_else(|e| panic!("{case}: {e}"));
+        assert_eq!(name, "Noop", "{case}");
+        let result = call(&rt, &Session::new(), &name, json!({})).await;
+        assert_eq!(result.text(), "ok", "{case}: {result:?}");
+    }
+    assert_eq!(cwasm_files(&cache_dir).len(), 1, "Noop was compiled (once, then taken from the cache)");
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
