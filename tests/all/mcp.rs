@@ -369,6 +369,71 @@ impl Drop for Raw {
     }
 }
 
+/// Initialize, then read `hello.txt` with the embedded `Read` (id 2), as JSON-RPC lines.
+fn session_lines() -> String {
+    [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "Read", "arguments": {"file_path": "hello.txt"}}}),
+    ]
+    .iter()
+    .map(|m| format!("{m}\n"))
+    .collect()
+}
+
+/// The answer to the Read of `session_lines`, among `lines`.
+fn read_answer(lines: &[Value]) -> String {
+    let answer = lines.iter().find(|l| l["id"] == 2).unwrap_or_else(|| panic!("no answer to the call: {lines:?}"));
+    answer["result"]["content"][0]["text"].as_str().unwrap_or_else(|| panic!("{answer}")).to_string()
+}
+
+#[test]
+fn stdio_on_a_socket_or_on_files_serves_as_on_pipes() {
+    let fx = Fixture::new();
+    // A socket as stdin and stdout (some clients start servers with socket pairs).
+    let (mine, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    let theirs_out = theirs.try_clone().unwrap();
+    let mut child = fx
+        .command(&[])
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs_out)))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    mine.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    (&mine).write_all(session_lines().as_bytes()).unwrap();
+    let mut lines = Vec::new();
+    for line in BufReader::new(&mine).lines() {
+        let line: Value = serde_json::from_str(&line.expect("an answer within 2 minutes")).unwrap();
+        let done = line["id"] == 2;
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    assert_eq!(read_answer(&lines), "     1\thello from the workspace");
+    mine.shutdown(std::net::Shutdown::Both).unwrap();
+    assert!(child.wait().unwrap().success());
+
+    // Files: the whole session read from one, the answers written to another, then the end.
+    let dir = workspace();
+    let (input, output) = (dir.path().join("in.jsonl"), dir.path().join("out.jsonl"));
+    std::fs::write(&input, session_lines()).unwrap();
+    let status = fx
+        .command(&[])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(std::fs::File::create(&output).unwrap())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&output).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(read_answer(&lines), "     1\thello from the workspace");
+}
+
 #[test]
 fn malformed_frames_and_unknown_methods_get_errors_and_the_server_keeps_serving() {
     let fx = Fixture::new();

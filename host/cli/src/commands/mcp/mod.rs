@@ -11,6 +11,7 @@
 //! logs go to stderr.
 
 mod http;
+mod pipes;
 pub mod schedule;
 mod server;
 pub mod stdio;
@@ -83,8 +84,8 @@ impl McpCommand {
 
 async fn serve_stdio(shared: Arc<Shared>) -> Result<()> {
     use rmcp::ServiceExt as _;
-    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-    let transport = stdio::LineTransport::new(stdin, tokio::io::stdout(), shared.scheduler.clone());
+    let stdin = tokio::io::BufReader::new(pipes::input());
+    let transport = stdio::LineTransport::new(stdin, pipes::output(), shared.scheduler.clone());
     let running = McpServer::new(shared).serve(transport).await.context("MCP session did not start")?;
     let reason = running.waiting().await.context("MCP session failed")?;
     tracing::info!("MCP session ended: {reason:?}");
