@@ -8,9 +8,11 @@
 //! arrival ticket, so calls are scheduled in the order they arrived on the wire.
 //!
 //! rmcp races `receive` against its other events in a `select!` and drops it when another
-//! wins, so `receive` must never await anything that would be lost with it: every line out
-//! (answers and these errors alike) is queued without awaiting to one writer task, which
-//! writes them in the order they were queued.
+//! wins, so `receive` must never await anything that would be lost with it: the error lines it
+//! writes are queued without awaiting to one writer task, which writes them in the order they
+//! were queued. Answers (rmcp awaits `send` in a task of its own) are written by that task
+//! directly, one whole line at a time under the same lock: no hand-off to the writer task and
+//! back for each of them.
 
 use super::schedule::Scheduler;
 use rmcp::RoleServer;
@@ -43,21 +45,32 @@ struct Queued {
     done: Option<oneshot::Sender<std::io::Result<()>>>,
 }
 
-/// The queue of the task that owns the output.
+/// The output, written one whole line at a time.
+type Output = Arc<tokio::sync::Mutex<Box<dyn AsyncWrite + Unpin + Send>>>;
+
+/// The output, and the queue of the task that writes error lines to it in order.
 #[derive(Clone)]
-struct Writer(mpsc::UnboundedSender<Queued>);
+struct Writer {
+    queue: mpsc::UnboundedSender<Queued>,
+    out: Output,
+}
+
+/// Write `line` whole to `out`, then flush.
+async fn write_line(out: &Output, line: &[u8]) -> std::io::Result<()> {
+    let mut out = out.lock().await;
+    out.write_all(line).await?;
+    out.flush().await
+}
 
 impl Writer {
-    /// Start the task writing to `out`. It ends when every sender is gone.
-    fn spawn<W: AsyncWrite + Unpin + Send + 'static>(mut out: W) -> Self {
+    /// Start the task writing queued lines to `out`. It ends when every sender is gone.
+    fn spawn<W: AsyncWrite + Unpin + Send + 'static>(out: W) -> Self {
+        let out: Output = Arc::new(tokio::sync::Mutex::new(Box::new(out)));
         let (tx, mut rx) = mpsc::unbounded_channel::<Queued>();
+        let task_out = out.clone();
         tokio::spawn(async move {
             while let Some(Queued { line, done }) = rx.recv().await {
-                let written = async {
-                    out.write_all(&line).await?;
-                    out.flush().await
-                }
-                .await;
+                let written = write_line(&task_out, &line).await;
                 match done {
                     Some(done) => {
                         let _ = done.send(written);
@@ -70,13 +83,19 @@ impl Writer {
                 }
             }
         });
-        Writer(tx)
+        Writer { queue: tx, out }
+    }
+
+    /// Write an encoded line (see [`line`]) when the returned future is awaited.
+    fn write(&self, line: std::io::Result<Vec<u8>>) -> impl Future<Output = std::io::Result<()>> + Send + use<> {
+        let out = self.out.clone();
+        async move { write_line(&out, &line?).await }
     }
 
     /// Queue an encoded line (see [`line`]), now; the future says when it was written.
     fn queue(&self, line: std::io::Result<Vec<u8>>) -> impl Future<Output = std::io::Result<()>> + Send + use<> {
         let (done, written) = oneshot::channel();
-        let queued = line.and_then(|line| self.0.send(Queued { line, done: Some(done) }).map_err(|_| closed()));
+        let queued = line.and_then(|line| self.queue.send(Queued { line, done: Some(done) }).map_err(|_| closed()));
         async move {
             queued?;
             written.await.unwrap_or_else(|_| Err(closed()))
@@ -87,7 +106,7 @@ impl Writer {
     fn queue_detached(&self, message: &impl serde::Serialize) {
         match line(message) {
             Ok(line) => {
-                let _ = self.0.send(Queued { line, done: None });
+                let _ = self.queue.send(Queued { line, done: None });
             }
             Err(e) => tracing::warn!("cannot encode an error response: {e}"),
         }
@@ -177,7 +196,7 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        self.write.queue(line(&item))
+        self.write.write(line(&item))
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
