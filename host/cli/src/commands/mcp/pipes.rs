@@ -21,36 +21,33 @@ pub type Output = Pin<Box<dyn AsyncWrite + Send>>;
 
 /// stdin, non-blocking when it is a pipe or a socket.
 pub fn input() -> Input {
-    let stdin = std::io::stdin();
-    let registered = match duplicate(stdin.as_fd()) {
-        Ok(Some((FileType::Fifo, fd))) => {
-            tokio::net::unix::pipe::Receiver::from_file(fd.into()).map(|r| Box::pin(r) as Input)
-        }
-        Ok(Some((_, fd))) => socket(fd).map(|s| Box::pin(s) as Input),
-        Ok(None) => return Box::pin(tokio::io::stdin()),
-        Err(e) => Err(e),
-    };
-    registered.unwrap_or_else(|e| {
-        tracing::debug!("reading stdin through the blocking pool: {e}");
-        Box::pin(tokio::io::stdin())
-    })
+    let pipe = |file| tokio::net::unix::pipe::Receiver::from_file(file).map(|r| Box::pin(r) as Input);
+    registered(std::io::stdin().as_fd(), "stdin", pipe, |s| Box::pin(s) as Input)
+        .unwrap_or_else(|| Box::pin(tokio::io::stdin()))
 }
 
 /// stdout, non-blocking when it is a pipe or a socket.
 pub fn output() -> Output {
-    let stdout = std::io::stdout();
-    let registered = match duplicate(stdout.as_fd()) {
-        Ok(Some((FileType::Fifo, fd))) => {
-            tokio::net::unix::pipe::Sender::from_file(fd.into()).map(|s| Box::pin(s) as Output)
-        }
-        Ok(Some((_, fd))) => socket(fd).map(|s| Box::pin(s) as Output),
-        Ok(None) => return Box::pin(tokio::io::stdout()),
+    let pipe = |file| tokio::net::unix::pipe::Sender::from_file(file).map(|s| Box::pin(s) as Output);
+    registered(std::io::stdout().as_fd(), "stdout", pipe, |s| Box::pin(s) as Output)
+        .unwrap_or_else(|| Box::pin(tokio::io::stdout()))
+}
+
+/// `fd` registered with the executor through `pipe` (a FIFO) or `socket`; `None` (the blocking
+/// pool, then) for anything else or when registering fails.
+fn registered<T>(
+    fd: BorrowedFd<'_>,
+    what: &str,
+    pipe: impl FnOnce(std::fs::File) -> std::io::Result<T>,
+    socket_stream: impl FnOnce(tokio::net::UnixStream) -> T,
+) -> Option<T> {
+    let stream = match duplicate(fd) {
+        Ok(Some((FileType::Fifo, fd))) => pipe(fd.into()),
+        Ok(Some((_, fd))) => socket(fd).map(socket_stream),
+        Ok(None) => return None,
         Err(e) => Err(e),
     };
-    registered.unwrap_or_else(|e| {
-        tracing::debug!("writing stdout through the blocking pool: {e}");
-        Box::pin(tokio::io::stdout())
-    })
+    stream.inspect_err(|e| tracing::debug!("{what} through the blocking pool: {e}")).ok()
 }
 
 /// A duplicate of `fd` with its type, when it is a pipe or a socket.

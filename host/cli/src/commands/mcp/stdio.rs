@@ -55,11 +55,59 @@ struct Writer {
     out: Output,
 }
 
-/// Write `line` whole to `out`, then flush.
-async fn write_line(out: &Output, line: &[u8]) -> std::io::Result<()> {
-    let mut out = out.lock().await;
-    out.write_all(line).await?;
-    out.flush().await
+/// Write `line` whole to `out`, then flush. Cancel-safe: a write dropped partway (rmcp aborts
+/// its send tasks when draining at shutdown times out) is finished by a task of its own that
+/// keeps the lock, so the output never holds part of a line followed by another line.
+async fn write_line(out: &Output, line: Vec<u8>) -> std::io::Result<()> {
+    let guard = out.clone().lock_owned().await;
+    LineWrite { out: Some(guard), line, done: 0 }.run().await
+}
+
+/// One line being written, and how much of it is out.
+struct LineWrite {
+    out: Option<tokio::sync::OwnedMutexGuard<Box<dyn AsyncWrite + Unpin + Send>>>,
+    line: Vec<u8>,
+    done: usize,
+}
+
+impl LineWrite {
+    async fn run(mut self) -> std::io::Result<()> {
+        let Some(out) = self.out.as_mut() else { return Ok(()) };
+        while self.done < self.line.len() {
+            match out.write(&self.line[self.done..]).await {
+                Ok(0) => {
+                    self.done = self.line.len(); // nothing more can be written: do not finish it
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                Ok(n) => self.done += n,
+                Err(e) => {
+                    self.done = self.line.len();
+                    return Err(e);
+                }
+            }
+        }
+        out.flush().await
+    }
+}
+
+impl Drop for LineWrite {
+    fn drop(&mut self) {
+        if self.done < self.line.len()
+            && let Some(mut out) = self.out.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let rest = self.line.split_off(self.done);
+            runtime.spawn(async move {
+                let finished = async {
+                    out.write_all(&rest).await?;
+                    out.flush().await
+                };
+                if let Err(e) = finished.await {
+                    tracing::warn!("cannot finish writing an answer: {e}");
+                }
+            });
+        }
+    }
 }
 
 impl Writer {
@@ -70,7 +118,7 @@ impl Writer {
         let task_out = out.clone();
         tokio::spawn(async move {
             while let Some(Queued { line, done }) = rx.recv().await {
-                let written = write_line(&task_out, &line).await;
+                let written = write_line(&task_out, line).await;
                 match done {
                     Some(done) => {
                         let _ = done.send(written);
@@ -89,7 +137,7 @@ impl Writer {
     /// Write an encoded line (see [`line`]) when the returned future is awaited.
     fn write(&self, line: std::io::Result<Vec<u8>>) -> impl Future<Output = std::io::Result<()>> + Send + use<> {
         let out = self.out.clone();
-        async move { write_line(&out, &line?).await }
+        async move { write_line(&out, line?).await }
     }
 
     /// Queue an encoded line (see [`line`]), now; the future says when it was written.
@@ -299,6 +347,36 @@ mod tests {
         assert!(transport.receive().await.is_none(), "the input is used up");
         let second = next().await;
         assert_eq!(second["error"]["code"], -32700, "{second}");
+    }
+}
+
+#[cfg(test)]
+mod cancelled_writes {
+    use super::*;
+    use std::time::Duration;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    /// rmcp may drop a send partway (draining at shutdown timed out). The line it was writing
+    /// must still come out whole, before the next line.
+    #[tokio::test]
+    async fn an_answer_dropped_partway_is_finished_before_the_next_line() {
+        // A pipe that holds 8 bytes: the first answer cannot be written in one go.
+        let (out, answers) = tokio::io::duplex(8);
+        let writer = Writer::spawn(out);
+        let first = line(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"text": "first answer"}}));
+        // Polled once (it writes 8 bytes), then dropped.
+        let _ = tokio::time::timeout(Duration::ZERO, writer.write(first)).await;
+        let second = line(&serde_json::json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+        let second = tokio::spawn(writer.write(second));
+
+        let mut answers = BufReader::new(answers).lines();
+        for id in [1, 2] {
+            let line = tokio::time::timeout(Duration::from_secs(60), answers.next_line()).await;
+            let line = line.expect("an answer came").expect("readable").expect("a line");
+            let answer: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+            assert_eq!(answer["id"], id, "{answer}");
+        }
+        second.await.expect("joined").expect("written");
     }
 }
 
