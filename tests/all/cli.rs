@@ -4,10 +4,8 @@
 
 use serde_json::{Value, json};
 use std::fs;
-use std::io::Write as _;
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use toolhost_tests::cli::{assert_exit, binary, cache_dir, run, run_with_stdin, stderr, stdout};
+use toolhost_tests::cli::{assert_exit, binary, cache_dir, run, run_on_a_terminal, run_with_stdin, stderr, stdout};
 use toolhost_tests::workspace;
 
 const DEFAULT_TOOLS: [&str; 7] = ["Edit", "Glob", "Grep", "LS", "Read", "WebFetch", "Write"];
@@ -427,50 +425,19 @@ fn run_events_file_records_start_and_finish_with_outcome() {
     assert!(!stdout(&o).contains("\"event\""));
 }
 
-/// Run `toolhost ARGS…` inside a pseudo-terminal (`script`), typing `answers` at it. Returns
-/// the exit status of toolhost and everything the terminal showed.
-fn run_on_a_terminal(ws: &Path, args: &[&str], answers: &str) -> (i32, String) {
-    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
-    let mut line = format!("{} --workspace {}", quote(binary().to_str().unwrap()), quote(ws.to_str().unwrap()));
-    for a in args {
-        line.push(' ');
-        line.push_str(&quote(a));
-    }
-    let mut child = Command::new("script")
-        .args(["--quiet", "--return", "--command", &line, "/dev/null"])
-        .current_dir(ws)
-        .env("TOOLHOST_CACHE_DIR", cache_dir())
-        .env("TERM", "xterm")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script (util-linux) runs toolhost on a pseudo-terminal");
-    let mut stdin = child.stdin.take().unwrap();
-    // Typed ahead, the answers wait in the terminal until the question reads them.
-    stdin.write_all(answers.as_bytes()).unwrap();
-    let out = std::thread::spawn(move || {
-        let o = child.wait_with_output().expect("script");
-        (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned())
-    });
-    let result = out.join().unwrap();
-    drop(stdin);
-    result
-}
-
 #[test]
 fn on_a_terminal_an_ask_is_a_question() {
     let ws = hello_workspace();
     let write = |name: &str| format!(r#"{{"file_path":"{name}","content":"yes\n"}}"#);
 
-    let (code, screen) = run_on_a_terminal(ws.path(), &["call", "Write", &write("once.txt")], "1\n");
+    let (code, screen) = run_on_a_terminal(ws.path(), |_| {}, &["call", "Write", &write("once.txt")], "1\n");
     assert_eq!(code, 0, "{screen}");
     assert!(screen.contains("permission needed for Write") && screen.contains("once.txt"), "{screen}");
     assert!(screen.contains("[1] allow once") && screen.contains("[3] deny"), "{screen}");
     assert!(screen.contains("✓ Write (toolu_cli): success"), "the live display resumes after the question: {screen}");
     assert_eq!(fs::read_to_string(ws.path().join("once.txt")).unwrap(), "yes\n");
 
-    let (code, screen) = run_on_a_terminal(ws.path(), &["call", "Write", &write("no.txt")], "3\n");
+    let (code, screen) = run_on_a_terminal(ws.path(), |_| {}, &["call", "Write", &write("no.txt")], "3\n");
     assert_eq!(code, 1, "{screen}");
     assert!(screen.contains("denied by the user"), "{screen}");
     assert!(!ws.path().join("no.txt").exists());
@@ -482,7 +449,7 @@ fn on_a_terminal_an_ask_is_a_question() {
         json!({"type":"tool_use","id":"toolu_b","name":"Write","input":{"file_path":"a2.txt","content":"b"}}),
     );
     fs::write(ws.path().join("turn.jsonl"), turn).unwrap();
-    let (code, screen) = run_on_a_terminal(ws.path(), &["run", "--jsonl", "turn.jsonl"], "2\n");
+    let (code, screen) = run_on_a_terminal(ws.path(), |_| {}, &["run", "--jsonl", "turn.jsonl"], "2\n");
     assert_eq!(code, 0, "{screen}");
     assert_eq!(screen.matches("permission needed for Write").count(), 1, "{screen}");
     assert!(ws.path().join("a1.txt").exists() && ws.path().join("a2.txt").exists(), "{screen}");

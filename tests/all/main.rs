@@ -20,6 +20,7 @@ mod permissions;
 mod precompiled;
 mod props;
 mod registry;
+mod registry_access;
 mod sandbox;
 mod schema;
 mod trust;

@@ -195,3 +195,56 @@ fn tampered_bytes_are_refused_in_the_registry_and_in_the_store() {
     assert_ne!(o.status.code(), Some(0));
     assert!(stderr(&o).contains("which [tools.Noop] gives to"), "{}", stderr(&o));
 }
+
+/// `oci-wasm` is the Bytecode Alliance's client for the CNCF Wasm OCI layout, what `wkg
+/// publish` pushes and `wkg get` pulls with: a tool published by it installs and runs here,
+/// and one published here is read back by it as a valid Wasm component artifact.
+#[test]
+fn artifacts_of_the_wkg_client_install_and_ours_read_back_with_it() {
+    use oci_client::client::{ClientConfig, ClientProtocol};
+    use oci_client::secrets::RegistryAuth;
+    use oci_wasm::{WasmClient, WasmConfig};
+    let Some(registry) = Registry::start() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let config =
+        ClientConfig { protocol: ClientProtocol::HttpsExcept(vec![registry.addr.clone()]), ..Default::default() };
+    let client = WasmClient::new(oci_client::Client::new(config));
+    let reference = |repo: &str| -> oci_client::Reference { format!("{}/{repo}", registry.addr).parse().unwrap() };
+
+    // Published by the wkg client (its own config blob, manifest and annotations).
+    let (wasm_config, layer) = WasmConfig::from_raw_component(guests::NOOP.to_vec(), Some("acme".into())).unwrap();
+    let annotations =
+        std::collections::BTreeMap::from([("org.opencontainers.image.version".to_string(), "1.0.0".to_string())]);
+    rt.block_on(client.push(
+        &reference("wkg/noop:1.0.0"),
+        &RegistryAuth::Anonymous,
+        layer,
+        wasm_config,
+        Some(annotations),
+    ))
+    .expect("oci-wasm pushes");
+    let tag = format!("{}:1.0.0", registry.reference("wkg/noop"));
+    let out = ok(&th(ws, &["add", &tag]));
+    assert!(out.contains("name:        Noop"), "{out}");
+    assert_eq!(locked_component(ws), toolhost_registry::digest_of(guests::NOOP));
+    let out = ok(&th(ws, &["--no-default-tools", "call", "Noop", r#"{"text":"pushed by wkg's client"}"#]));
+    assert!(out.contains("pushed by wkg's client"), "{out}");
+
+    // Published here, read by the wkg client: a component config it parses, one wasm layer,
+    // the same bytes.
+    let probe = write(ws, "probe.wasm", guests::PROBE);
+    let ours = format!("{}:2", registry.reference("ours/probe"));
+    ok(&th(ws, &["publish", &probe, &ours]));
+    let (manifest, parsed, _digest) = rt
+        .block_on(client.pull_manifest_and_config(&reference("ours/probe:2"), &RegistryAuth::Anonymous))
+        .expect("oci-wasm reads toolhost's artifact");
+    assert_eq!(parsed.os, "wasip2");
+    assert_eq!(parsed.layer_digests, vec![toolhost_registry::digest_of(guests::PROBE)]);
+    let component = parsed.component.expect("a component section");
+    assert!(component.exports.iter().any(|e| e.starts_with("toolhost:tool/tool@")), "{:?}", component.exports);
+    assert_eq!(manifest.layers.len(), 1);
+    let image = rt.block_on(client.pull(&reference("ours/probe:2"), &RegistryAuth::Anonymous)).expect("oci-wasm pulls");
+    assert_eq!(image.layers[0].data, guests::PROBE);
+}

@@ -39,6 +39,12 @@ pub fn cache_dir() -> &'static Path {
     CACHE.get_or_init(|| tempfile::tempdir().expect("cache dir")).path()
 }
 
+/// A docker config directory with no `config.json`: no registry credentials unless a test
+/// gives some (the user's own `~/.docker` never leaks into a test).
+pub fn no_docker_config() -> PathBuf {
+    cache_dir().join("no-docker-config")
+}
+
 /// `toolhost --workspace WS`, to run in WS (so no stray `./toolhost.toml` is picked up) with
 /// the shared compile cache and none of the environment that changes its behaviour.
 pub fn command(ws: &Path) -> Command {
@@ -47,6 +53,7 @@ pub fn command(ws: &Path) -> Command {
         .arg(ws)
         .current_dir(ws)
         .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env("DOCKER_CONFIG", no_docker_config())
         .env_remove("TOOLHOST_LOG")
         .env_remove("TOOLHOST_MAX_CONCURRENCY");
     c
@@ -91,4 +98,40 @@ pub fn assert_exit(o: &Output, code: i32) {
         stdout(o),
         stderr(o)
     );
+}
+
+/// Run `toolhost ARGS…` inside a pseudo-terminal (`script`), typing `answers` at it. Returns
+/// the exit status of toolhost and everything the terminal showed. `setup` adjusts the
+/// environment (`script` passes it on).
+pub fn run_on_a_terminal(ws: &Path, setup: impl FnOnce(&mut Command), args: &[&str], answers: &str) -> (i32, String) {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let mut line = format!("{} --workspace {}", quote(binary().to_str().unwrap()), quote(ws.to_str().unwrap()));
+    for a in args {
+        line.push(' ');
+        line.push_str(&quote(a));
+    }
+    let mut script = Command::new("script");
+    script
+        .args(["--quiet", "--return", "--command", &line, "/dev/null"])
+        .current_dir(ws)
+        .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env("DOCKER_CONFIG", no_docker_config())
+        .env("TERM", "xterm");
+    setup(&mut script);
+    let mut child = script
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs toolhost on a pseudo-terminal");
+    let mut stdin = child.stdin.take().unwrap();
+    // Typed ahead, the answers wait in the terminal until the question reads them.
+    stdin.write_all(answers.as_bytes()).unwrap();
+    let out = std::thread::spawn(move || {
+        let o = child.wait_with_output().expect("script");
+        (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned())
+    });
+    let result = out.join().unwrap();
+    drop(stdin);
+    result
 }

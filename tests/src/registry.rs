@@ -1,6 +1,7 @@
-//! A real OCI registry on loopback for the install tests: the CNCF distribution registry
-//! (Debian's `docker-registry`, which `.ci/run` installs), on a free port of 127.0.0.1 over
-//! plain HTTP, storing into a temporary directory. Stopped when dropped.
+//! A real OCI registry for the install tests: the CNCF distribution registry (Debian's
+//! `docker-registry`, which `.ci/run` installs), on a free port of 127.0.0.1 over plain HTTP
+//! by default, storing into a temporary directory; or, with [`Options`], on another address,
+//! over TLS, and asking for a user name and password. Stopped when dropped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -34,10 +35,31 @@ fn find_binary() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// How a registry is served.
+#[derive(Default)]
+pub struct Options {
+    /// The address to listen on (default `127.0.0.1`).
+    pub host: Option<String>,
+    /// Serve HTTPS with this certificate and key (PEM).
+    pub tls: Option<(String, String)>,
+    /// Ask for HTTP basic credentials: `user:bcrypt-hash` lines of an htpasswd file.
+    pub htpasswd: Option<String>,
+}
+
+/// `alice`'s password in [`HTPASSWD`].
+pub const PASSWORD: &str = "s3cret";
+/// An htpasswd file with user `alice`, password [`PASSWORD`] (bcrypt, cost 4).
+pub const HTPASSWD: &str = "alice:$2b$04$mLq5zaxCWqkJiOMsw/cTn.erkiqAfiklH5YmLuY9zb3qu9lgh6TvG\n";
+
 impl Registry {
-    /// Start a registry; `None` (with a printed reason) only when the binary is missing and
-    /// `CI` is not set. In CI a missing registry is a failure.
+    /// Start a registry on loopback over plain HTTP; `None` (with a printed reason) only when
+    /// the binary is missing and `CI` is not set. In CI a missing registry is a failure.
     pub fn start() -> Option<Registry> {
+        Registry::start_with(Options::default())
+    }
+
+    /// Start a registry served as `options` say (`None` as for [`Registry::start`]).
+    pub fn start_with(options: Options) -> Option<Registry> {
         let Some(bin) = find_binary() else {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -50,17 +72,30 @@ impl Registry {
         let storage = dir.path().join("storage");
         std::fs::create_dir(&storage).expect("storage dir");
         // A free port: bind, read it, release it (the registry binds it right after).
-        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-        let addr = format!("127.0.0.1:{port}");
+        let host = options.host.as_deref().unwrap_or("127.0.0.1");
+        let port = std::net::TcpListener::bind((host, 0)).expect("bind").local_addr().expect("addr").port();
+        let addr = format!("{host}:{port}");
+        let mut yaml = format!(
+            "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n",
+            storage.display()
+        );
+        if let Some((cert, key)) = &options.tls {
+            let (cert_file, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+            std::fs::write(&cert_file, cert).expect("certificate");
+            std::fs::write(&key_file, key).expect("key");
+            yaml.push_str(&format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                cert_file.display(),
+                key_file.display()
+            ));
+        }
+        if let Some(htpasswd) = &options.htpasswd {
+            let file = dir.path().join("htpasswd");
+            std::fs::write(&file, htpasswd).expect("htpasswd");
+            yaml.push_str(&format!("auth:\n  htpasswd:\n    realm: toolhost-test\n    path: {}\n", file.display()));
+        }
         let config = dir.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: error\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: {addr}\n",
-                storage.display()
-            ),
-        )
-        .expect("config");
+        std::fs::write(&config, yaml).expect("config");
         let child = Command::new(&bin)
             .arg("serve")
             .arg(&config)

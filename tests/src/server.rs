@@ -130,16 +130,25 @@ pub fn read_head(conn: &mut impl Read) -> String {
 }
 
 /// A certificate authority made for this test run, and a server certificate it signed for
-/// `localhost` and `127.0.0.1`.
+/// `localhost` and `127.0.0.1` (and any other names asked for).
 pub struct TestCa {
     /// The CA certificate, PEM: what a client must trust.
     pub ca_pem: String,
+    /// The server certificate, PEM (for a server run by another program).
+    pub cert_pem: String,
+    /// Its private key, PEM.
+    pub key_pem: String,
     config: Arc<rustls::ServerConfig>,
 }
 
 impl TestCa {
-    /// Make the CA and the server certificate.
+    /// Make the CA and a server certificate for `localhost` and `127.0.0.1`.
     pub fn new() -> TestCa {
+        TestCa::for_names(&[])
+    }
+
+    /// Make the CA and a server certificate for `localhost`, `127.0.0.1` and `names`.
+    pub fn for_names(names: &[&str]) -> TestCa {
         use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
         let ca_key = KeyPair::generate().expect("CA key");
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
@@ -147,8 +156,11 @@ impl TestCa {
         ca_params.distinguished_name.push(DnType::CommonName, "toolhost test CA");
         let ca = CertifiedIssuer::self_signed(ca_params, ca_key).expect("CA certificate");
         let key = KeyPair::generate().expect("server key");
-        let params = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).expect("params");
+        let mut all = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+        all.extend(names.iter().map(|n| n.to_string()));
+        let params = CertificateParams::new(all).expect("params");
         let cert = params.signed_by(&key, &ca).expect("server certificate");
+        let (cert_pem, key_pem) = (cert.pem(), key.serialize_pem());
         let chain = vec![cert.der().clone()];
         let key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).expect("key DER");
         let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -158,7 +170,7 @@ impl TestCa {
             .with_no_client_auth()
             .with_single_cert(chain, key)
             .expect("server config");
-        TestCa { ca_pem: ca.pem(), config: Arc::new(config) }
+        TestCa { ca_pem: ca.pem(), cert_pem, key_pem, config: Arc::new(config) }
     }
 
     /// An HTTPS server answering every request with `response` (a whole HTTP response).
@@ -170,6 +182,31 @@ impl TestCa {
             // A client that rejects the certificate ends the handshake here.
             read_head(&mut tls);
             let _ = tls.write_all(response.as_bytes());
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        })
+    }
+}
+
+impl TestCa {
+    /// An HTTPS server of files: `GET /PATH` answers `files[PATH]`, or 404.
+    pub fn https_files(&self, files: std::collections::HashMap<String, Vec<u8>>) -> Server {
+        let config = self.config.clone();
+        let files = Arc::new(files);
+        Server::serve(move |tcp| {
+            let Ok(conn) = rustls::ServerConnection::new(config.clone()) else { return };
+            let mut tls = rustls::StreamOwned::new(conn, tcp);
+            let head = read_head(&mut tls);
+            let path = head.strip_prefix("GET /").and_then(|rest| rest.split(' ').next()).unwrap_or("");
+            let response = match files.get(path) {
+                Some(body) => format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len())
+                    .into_bytes()
+                    .into_iter()
+                    .chain(body.iter().copied())
+                    .collect::<Vec<u8>>(),
+                None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+            };
+            let _ = tls.write_all(&response);
             tls.conn.send_close_notify();
             let _ = tls.flush();
         })

@@ -10,7 +10,7 @@ use toolhost::{EngineOptions, Inspection, ToolEngine, ToolSource};
 use toolhost_policy::{Capability, Config, Grant, ToolRef, effective_grant};
 use toolhost_registry::lock::{capability_strings, parse_capability};
 use toolhost_registry::sign::{self, Signature, Signer};
-use toolhost_registry::{Lock, LockedTool, SetDiff, Store};
+use toolhost_registry::{Access, Lock, LockedTool, SetDiff, Store};
 
 /// Whether `--locked` is in force: the flag, or `CI=true` (as most CI services set it).
 pub fn locked(args: &GlobalArgs) -> bool {
@@ -28,6 +28,20 @@ pub fn base_dir(config_file: &Path) -> PathBuf {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     }
+}
+
+/// How fetches and pushes reach registries and URLs: Mozilla's roots plus `[tls] ca_files`
+/// (the roots the tools' own HTTPS requests trust), and the registry logins of the docker
+/// config (`docker login`, `oras login`).
+pub fn access(config: &Config) -> Result<Access> {
+    let mut access = Access::new();
+    if let Some(path) = toolhost_registry::access::docker_config_path() {
+        access = access.with_docker_config(&path);
+    }
+    for file in config.tls.ca_files() {
+        access = access.with_ca_file(&file).context("tls.ca_files")?;
+    }
+    Ok(access)
 }
 
 /// The component store inside the compile cache directory.
@@ -198,7 +212,7 @@ pub async fn candidate(
     source: &ToolRef,
     workspace: &Path,
 ) -> Result<Candidate> {
-    let fetched = toolhost_registry::fetch(source, &base_dir(config_file)).await?;
+    let fetched = toolhost_registry::fetch(source, &base_dir(config_file), &access(config)?).await?;
     let signer = sign::judge(fetched.signature.as_ref(), &fetched.component_digest, source, &config.trust)?;
     let inspection = describe(&fetched.resolved, &fetched.bytes).await?;
     let name = name.unwrap_or(&inspection.info.name);

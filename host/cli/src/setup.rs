@@ -224,6 +224,11 @@ async fn build_and_load(
     for path in audit_file.iter().flat_map(|f| crate::audit::paths(f)) {
         builder = builder.protect(path, "the audit log");
     }
+    // Registry logins: a tool that could write them could name a credential helper for the
+    // next `toolhost add` to run, or send the next push's credentials elsewhere.
+    if let Some(path) = toolhost_registry::access::docker_config_path() {
+        builder = builder.protect(absolute(&path)?, "the registry credentials (docker config)");
+    }
     for (path, what) in &args.protect {
         builder = builder.protect(absolute(path)?, what.clone());
     }

@@ -62,6 +62,29 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// The registry wants credentials it was not given, or refused the ones it was given.
+    #[error("{reference}: the registry refused access ({message}); {hint}")]
+    Unauthorized {
+        /// The reference being fetched or pushed.
+        reference: String,
+        /// What the registry said.
+        message: String,
+        /// What to do about it.
+        hint: String,
+    },
+    /// The credentials configured for a registry cannot be used.
+    #[error("credentials for {registry} in {path}: {message}")]
+    Credentials {
+        /// The registry (`host[:port]`).
+        registry: String,
+        /// The docker config file.
+        path: std::path::PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A `[tls] ca_files` entry that is not a usable certificate.
+    #[error("TLS roots: {0}")]
+    Tls(String),
     /// A source this version cannot fetch.
     #[error("{0}")]
     Unsupported(String),

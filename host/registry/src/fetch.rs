@@ -14,7 +14,8 @@
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! std::fs::write(dir.path().join("t.wasm"), b"\0asm").unwrap();
-//! let fetched = fetch(&"t.wasm".parse().unwrap(), dir.path()).await.unwrap();
+//! let access = toolhost_registry::Access::new();
+//! let fetched = fetch(&"t.wasm".parse().unwrap(), dir.path(), &access).await.unwrap();
 //! assert_eq!(fetched.bytes, b"\0asm");
 //! assert!(fetched.signature.is_none());
 //! # }
@@ -22,7 +23,7 @@
 
 use crate::oci::{self, MAX_COMPONENT_BYTES};
 use crate::sign::Signature;
-use crate::{Error, Result, digest_of};
+use crate::{Access, Error, Result, digest_of};
 use std::path::Path;
 use toolhost_policy::ToolRef;
 
@@ -45,10 +46,10 @@ pub struct Fetched {
 ///
 /// Whatever stops the fetch: [`Error::Io`], [`Error::Registry`], [`Error::Layout`],
 /// [`Error::DigestMismatch`], [`Error::BadSignature`] for a signature file that is not one.
-pub async fn fetch(source: &ToolRef, base: &Path) -> Result<Fetched> {
+pub async fn fetch(source: &ToolRef, base: &Path, access: &Access) -> Result<Fetched> {
     match source {
         ToolRef::Oci(r) => {
-            let pulled = oci::pull(r).await?;
+            let pulled = oci::pull(r, access).await?;
             Ok(Fetched {
                 resolved: r.with_digest(&pulled.manifest_digest).to_string(),
                 component_digest: pulled.component_digest,
@@ -74,12 +75,13 @@ pub async fn fetch(source: &ToolRef, base: &Path) -> Result<Fetched> {
             Ok(Fetched { resolved: path.display().to_string(), component_digest: digest_of(&bytes), bytes, signature })
         }
         ToolRef::Https(url) => {
-            let bytes = get(url, MAX_COMPONENT_BYTES as usize).await?.ok_or_else(|| Error::Registry {
+            let client = access.https_client()?;
+            let bytes = get(&client, url, MAX_COMPONENT_BYTES as usize).await?.ok_or_else(|| Error::Registry {
                 reference: url.clone(),
                 message: "not found (404)".into(),
                 source: None,
             })?;
-            let signature = match get(&format!("{url}.sig"), 1 << 20).await? {
+            let signature = match get(&client, &format!("{url}.sig"), 1 << 20).await? {
                 Some(b) => Some(Signature::from_json(&b)?),
                 None => None,
             };
@@ -89,13 +91,9 @@ pub async fn fetch(source: &ToolRef, base: &Path) -> Result<Fetched> {
 }
 
 /// GET `url` over HTTPS, at most `limit` bytes; `None` for a 404.
-async fn get(url: &str, limit: usize) -> Result<Option<Vec<u8>>> {
+async fn get(client: &reqwest::Client, url: &str, limit: usize) -> Result<Option<Vec<u8>>> {
     let fail = |message: String| Error::Registry { reference: url.to_string(), message, source: None };
-    let client = reqwest::Client::builder()
-        .https_only(true)
-        .build()
-        .map_err(|e| fail(format!("cannot build an HTTPS client: {e}")))?;
-    let mut response = client.get(url).send().await.map_err(|e| fail(format!("{e}")))?;
+    let mut response = client.get(url).send().await.map_err(|e| fail(crate::chain(&e)))?;
     if response.status() == reqwest::StatusCode::NOT_FOUND {
         return Ok(None);
     }
@@ -103,7 +101,7 @@ async fn get(url: &str, limit: usize) -> Result<Option<Vec<u8>>> {
         return Err(fail(format!("HTTP {}", response.status())));
     }
     let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| fail(format!("{e}")))? {
+    while let Some(chunk) = response.chunk().await.map_err(|e| fail(crate::chain(&e)))? {
         if bytes.len() + chunk.len() > limit {
             return Err(fail(format!("more than {limit} bytes")));
         }

@@ -22,6 +22,7 @@
 
 #![deny(missing_docs)]
 
+pub mod access;
 pub mod diff;
 mod error;
 pub mod fetch;
@@ -30,6 +31,7 @@ pub mod oci;
 pub mod sign;
 pub mod store;
 
+pub use access::Access;
 pub use diff::{CapabilityDiff, SetDiff};
 pub use error::{Error, Result};
 pub use fetch::{Fetched, fetch};
@@ -50,4 +52,20 @@ pub fn is_digest(digest: &str) -> bool {
 /// The hex part of a `sha256:HEX` digest (the whole string if it has no prefix).
 pub fn digest_hex(digest: &str) -> &str {
     digest.strip_prefix("sha256:").unwrap_or(digest)
+}
+
+/// An error with its causes (`error sending request: …: invalid peer certificate: UnknownIssuer`):
+/// reqwest's own message alone does not say why a connection failed.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let part = c.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        cause = c.source();
+    }
+    text
 }

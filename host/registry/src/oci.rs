@@ -8,8 +8,8 @@
 //!
 //! Registries are spoken to over HTTPS (rustls, Mozilla's roots), except a registry on this
 //! machine (`localhost`, `127.0.0.0/8`, `[::1]`), spoken to over plain HTTP: nothing crosses
-//! the network, and a local test or mirror registry usually has no certificate. Anonymous
-//! access only in this version.
+//! the network, and a local test or mirror registry usually has no certificate. Roots and
+//! credentials come from an [`Access`] (`[tls] ca_files`, the docker config's logins).
 //!
 //! ## Example
 //!
@@ -21,14 +21,13 @@
 //!     toolhost_policy::ToolRef::Oci(r) => r,
 //!     _ => unreachable!(),
 //! };
-//! let pulled = oci::pull(&r).await?;
+//! let pulled = oci::pull(&r, &toolhost_registry::Access::new()).await?;
 //! println!("{} bytes, manifest {}", pulled.bytes.len(), pulled.manifest_digest);
 //! # Ok(()) }
 //! ```
 
 use crate::sign::{SIGNATURE_MEDIA_TYPE, Signature};
-use crate::{Error, Result, digest_hex, digest_of};
-use oci_client::client::{ClientConfig, ClientProtocol};
+use crate::{Access, Error, Result, digest_hex, digest_of};
 use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
@@ -73,11 +72,17 @@ pub struct ComponentMeta {
     pub annotations: BTreeMap<String, String>,
 }
 
-/// A client for `r`'s registry: plain HTTP only for one on this machine.
-fn client(r: &OciRef) -> Client {
-    let protocol =
-        if r.is_loopback() { ClientProtocol::HttpsExcept(vec![r.registry.clone()]) } else { ClientProtocol::Https };
-    Client::new(ClientConfig { protocol, ..ClientConfig::default() })
+/// A client for `r`'s registry (plain HTTP only for one on this machine) and the credentials
+/// it gets.
+struct Session {
+    client: Client,
+    auth: RegistryAuth,
+}
+
+impl Session {
+    fn new(r: &OciRef, access: &Access) -> Result<Session> {
+        Ok(Session { client: access.oci_client(&r.registry, r.is_loopback()), auth: access.auth(&r.registry)? })
+    }
 }
 
 fn reference(r: &OciRef) -> Result<Reference> {
@@ -89,8 +94,39 @@ fn reference(r: &OciRef) -> Result<Reference> {
     text.parse().map_err(|e: oci_client::ParseError| Error::Layout { reference: r.to_string(), message: e.to_string() })
 }
 
-fn registry_error(r: &OciRef, what: &str, e: OciDistributionError) -> Error {
-    Error::Registry { reference: r.to_string(), message: format!("{what}: {e}"), source: Some(e) }
+fn registry_error(r: &OciRef, auth: &RegistryAuth, what: &str, e: OciDistributionError) -> Error {
+    if refused_access(&e) {
+        let hint = match auth {
+            RegistryAuth::Anonymous => format!(
+                "no credentials are configured for {}: log in with `docker login {0}` or `oras login {0}` \
+                 (toolhost reads $DOCKER_CONFIG/config.json, else ~/.docker/config.json)",
+                r.registry
+            ),
+            _ => format!(
+                "the credentials configured for {} were refused (wrong, expired, or without access to {}): log in again",
+                r.registry, r.repository
+            ),
+        };
+        return Error::Unauthorized {
+            reference: r.to_string(),
+            message: format!("{what}: {}", crate::chain(&e)),
+            hint,
+        };
+    }
+    Error::Registry { reference: r.to_string(), message: format!("{what}: {}", crate::chain(&e)), source: Some(e) }
+}
+
+/// Whether the registry refused for want of (valid) credentials.
+fn refused_access(e: &OciDistributionError) -> bool {
+    use oci_client::errors::OciErrorCode;
+    match e {
+        OciDistributionError::AuthenticationFailure(_) | OciDistributionError::UnauthorizedError { .. } => true,
+        OciDistributionError::RegistryError { envelope, .. } => {
+            envelope.errors.iter().any(|e| matches!(e.code, OciErrorCode::Unauthorized | OciErrorCode::Denied))
+        }
+        OciDistributionError::ServerError { code, .. } => *code == 401 || *code == 403,
+        _ => false,
+    }
 }
 
 fn not_found(e: &OciDistributionError) -> bool {
@@ -110,18 +146,19 @@ fn not_found(e: &OciDistributionError) -> bool {
 /// # Errors
 ///
 /// [`Error::Registry`] when the registry cannot answer.
-pub async fn resolve(r: &OciRef) -> Result<String> {
-    let (_, digest) = pull_manifest(&client(r), r).await?;
+pub async fn resolve(r: &OciRef, access: &Access) -> Result<String> {
+    let (_, digest) = pull_manifest(&Session::new(r, access)?, r).await?;
     Ok(digest)
 }
 
 /// The manifest of `r`, its digest checked against its bytes and against `r`'s digest.
-async fn pull_manifest(client: &Client, r: &OciRef) -> Result<(OciImageManifest, String)> {
+async fn pull_manifest(session: &Session, r: &OciRef) -> Result<(OciImageManifest, String)> {
     let reference = reference(r)?;
-    let (bytes, reported) = client
-        .pull_manifest_raw(&reference, &RegistryAuth::Anonymous, &[OCI_IMAGE_MEDIA_TYPE])
+    let (bytes, reported) = session
+        .client
+        .pull_manifest_raw(&reference, &session.auth, &[OCI_IMAGE_MEDIA_TYPE])
         .await
-        .map_err(|e| registry_error(r, "cannot fetch the manifest", e))?;
+        .map_err(|e| registry_error(r, &session.auth, "cannot fetch the manifest", e))?;
     if bytes.len() as i64 > MAX_SMALL_BYTES {
         return Err(Error::Layout { reference: r.to_string(), message: "the manifest is over 1 MiB".into() });
     }
@@ -141,7 +178,7 @@ async fn pull_manifest(client: &Client, r: &OciRef) -> Result<(OciImageManifest,
 }
 
 /// A blob of `r` named by `descriptor`, at most `limit` bytes, its digest checked.
-async fn pull_blob(client: &Client, r: &OciRef, descriptor: &OciDescriptor, limit: i64) -> Result<Vec<u8>> {
+async fn pull_blob(session: &Session, r: &OciRef, descriptor: &OciDescriptor, limit: i64) -> Result<Vec<u8>> {
     if descriptor.size < 0 || descriptor.size > limit {
         return Err(Error::Layout {
             reference: r.to_string(),
@@ -149,13 +186,13 @@ async fn pull_blob(client: &Client, r: &OciRef, descriptor: &OciDescriptor, limi
         });
     }
     let mut bytes = Vec::with_capacity(descriptor.size as usize);
-    client.pull_blob(&reference(r)?, descriptor, &mut bytes).await.map_err(|e| match e {
+    session.client.pull_blob(&reference(r)?, descriptor, &mut bytes).await.map_err(|e| match e {
         OciDistributionError::DigestError(_) => Error::DigestMismatch {
             what: format!("the component layer of {r} (tampered with in the registry or on the way)"),
             expected: descriptor.digest.clone(),
             actual: e.to_string(),
         },
-        e => registry_error(r, "cannot fetch a layer", e),
+        e => registry_error(r, &session.auth, "cannot fetch a layer", e),
     })?;
     let actual = digest_of(&bytes);
     if actual != descriptor.digest || bytes.len() as i64 != descriptor.size {
@@ -174,9 +211,9 @@ async fn pull_blob(client: &Client, r: &OciRef, descriptor: &OciDescriptor, limi
 ///
 /// [`Error::Registry`], [`Error::Layout`] for an artifact that is not one Wasm component,
 /// [`Error::DigestMismatch`] for bytes that are not what the manifest names.
-pub async fn pull(r: &OciRef) -> Result<Pulled> {
-    let client = client(r);
-    let (manifest, manifest_digest) = pull_manifest(&client, r).await?;
+pub async fn pull(r: &OciRef, access: &Access) -> Result<Pulled> {
+    let session = Session::new(r, access)?;
+    let (manifest, manifest_digest) = pull_manifest(&session, r).await?;
     if manifest.config.media_type != WASM_CONFIG_MEDIA_TYPE {
         return Err(Error::Layout {
             reference: r.to_string(),
@@ -190,8 +227,8 @@ pub async fn pull(r: &OciRef) -> Result<Pulled> {
             message: format!("{} layers of media type {WASM_LAYER_MEDIA_TYPE} (expected one)", wasm.len()),
         });
     };
-    let bytes = pull_blob(&client, r, layer, MAX_COMPONENT_BYTES).await?;
-    let signature = pull_signature(&client, r, &manifest_digest).await?;
+    let bytes = pull_blob(&session, r, layer, MAX_COMPONENT_BYTES).await?;
+    let signature = pull_signature(&session, r, &manifest_digest).await?;
     Ok(Pulled { manifest_digest, component_digest: layer.digest.clone(), bytes, signature })
 }
 
@@ -200,9 +237,9 @@ pub fn signature_tag(manifest_digest: &str) -> String {
     format!("sha256-{}.toolhost-sig", digest_hex(manifest_digest))
 }
 
-async fn pull_signature(client: &Client, r: &OciRef, manifest_digest: &str) -> Result<Option<Signature>> {
+async fn pull_signature(session: &Session, r: &OciRef, manifest_digest: &str) -> Result<Option<Signature>> {
     let at = OciRef { tag: Some(signature_tag(manifest_digest)), digest: None, ..r.clone() };
-    let manifest = match pull_manifest(client, &at).await {
+    let manifest = match pull_manifest(session, &at).await {
         Ok((m, _)) => m,
         Err(Error::Registry { source: Some(e), .. }) if not_found(&e) => return Ok(None),
         Err(e) => return Err(e),
@@ -210,7 +247,7 @@ async fn pull_signature(client: &Client, r: &OciRef, manifest_digest: &str) -> R
     let Some(layer) = manifest.layers.iter().find(|l| l.media_type == SIGNATURE_MEDIA_TYPE) else {
         return Ok(None);
     };
-    let bytes = pull_blob(client, &at, layer, MAX_SMALL_BYTES).await?;
+    let bytes = pull_blob(session, &at, layer, MAX_SMALL_BYTES).await?;
     Signature::from_json(&bytes).map(Some)
 }
 
@@ -229,8 +266,14 @@ fn descriptor(media_type: &str, bytes: &[u8]) -> OciDescriptor {
 /// # Errors
 ///
 /// [`Error::Registry`] when the registry refuses.
-pub async fn push(r: &OciRef, bytes: &[u8], meta: &ComponentMeta, signature: Option<&Signature>) -> Result<String> {
-    let client = client(r);
+pub async fn push(
+    r: &OciRef,
+    access: &Access,
+    bytes: &[u8],
+    meta: &ComponentMeta,
+    signature: Option<&Signature>,
+) -> Result<String> {
+    let session = Session::new(r, access)?;
     let layer = descriptor(WASM_LAYER_MEDIA_TYPE, bytes);
     let config = serde_json::json!({
         "created": rfc3339_now(),
@@ -250,7 +293,7 @@ pub async fn push(r: &OciRef, bytes: &[u8], meta: &ComponentMeta, signature: Opt
         annotations: (!meta.annotations.is_empty()).then(|| meta.annotations.clone()),
     };
     let digest =
-        push_artifact(&client, r, &manifest, &[(&config, &manifest.config), (bytes, &manifest.layers[0])]).await?;
+        push_artifact(&session, r, &manifest, &[(&config, &manifest.config), (bytes, &manifest.layers[0])]).await?;
     if let Some(signature) = signature {
         let json = signature.to_json();
         let at = OciRef { tag: Some(signature_tag(&digest)), digest: None, ..r.clone() };
@@ -265,7 +308,7 @@ pub async fn push(r: &OciRef, bytes: &[u8], meta: &ComponentMeta, signature: Opt
             artifact_type: Some(SIGNATURE_MEDIA_TYPE.to_string()),
             annotations: None,
         };
-        push_artifact(&client, &at, &sig_manifest, &[(EMPTY_CONTENT, &empty), (&json, &sig_layer)]).await?;
+        push_artifact(&session, &at, &sig_manifest, &[(EMPTY_CONTENT, &empty), (&json, &sig_layer)]).await?;
     }
     Ok(digest)
 }
@@ -275,15 +318,22 @@ fn descriptor_of(digest: &str) -> OciDescriptor {
 }
 
 async fn push_artifact(
-    client: &Client,
+    session: &Session,
     r: &OciRef,
     manifest: &OciImageManifest,
     blobs: &[(&[u8], &OciDescriptor)],
 ) -> Result<String> {
+    let (client, auth) = (&session.client, &session.auth);
     let reference = reference(r)?;
-    client.store_auth_if_needed(reference.resolve_registry(), &RegistryAuth::Anonymous).await;
+    client
+        .auth(&reference, auth, oci_client::RegistryOperation::Push)
+        .await
+        .map_err(|e| registry_error(r, auth, "cannot log in to push", e))?;
     for (bytes, d) in blobs {
-        client.push_blob(&reference, bytes, &d.digest).await.map_err(|e| registry_error(r, "cannot push a blob", e))?;
+        client
+            .push_blob(&reference, bytes, &d.digest)
+            .await
+            .map_err(|e| registry_error(r, auth, "cannot push a blob", e))?;
     }
     let body = serde_json::to_vec(manifest).unwrap_or_default();
     let digest = digest_of(&body);
@@ -291,7 +341,7 @@ async fn push_artifact(
     client
         .push_manifest_raw(&reference, body, content_type)
         .await
-        .map_err(|e| registry_error(r, "cannot push the manifest", e))?;
+        .map_err(|e| registry_error(r, auth, "cannot push the manifest", e))?;
     Ok(digest)
 }
 

@@ -22,7 +22,7 @@ pub struct PublishCommand {
 }
 
 impl PublishCommand {
-    pub async fn execute(self, _global: &crate::setup::GlobalArgs) -> Result<u8> {
+    pub async fn execute(self, global: &crate::setup::GlobalArgs) -> Result<u8> {
         let bytes = std::fs::read(&self.file).with_context(|| format!("reading {}", self.file.display()))?;
         // Only a tool that loads is published: a broken one fails here, not at its users'.
         let i = install::describe(&self.file.display().to_string(), &bytes).await?;
@@ -51,7 +51,8 @@ impl PublishCommand {
         if let Some(tag) = &r.tag {
             meta.annotations.insert("org.opencontainers.image.version".into(), tag.clone());
         }
-        let manifest = oci::push(&r, &bytes, &meta, signature.as_ref()).await?;
+        let access = install::access(&crate::setup::load_config(global)?)?;
+        let manifest = oci::push(&r, &access, &bytes, &meta, signature.as_ref()).await?;
         let signed = signature.map(|s| format!(", signed by {}", s.key)).unwrap_or_default();
         crate::output::outln!("Published {} to {}{signed}", i.info.name, r.with_digest(&manifest));
         Ok(0)

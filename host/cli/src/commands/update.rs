@@ -71,7 +71,7 @@ impl UpdateCommand {
                 }
                 store.put(&c.bytes)?;
                 if let ToolRef::Oci(r) = &source
-                    && let Ok(now) = toolhost_registry::oci::resolve(r).await
+                    && let Ok(now) = toolhost_registry::oci::resolve(r, &install::access(&config)?).await
                     && !old.resolved.ends_with(&now)
                 {
                     drift.push(format!(

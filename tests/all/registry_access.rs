@@ -1,0 +1,218 @@
+//! Reaching what a tool is installed from, through the `toolhost` binary: `https://` sources
+//! (a certificate `[tls] ca_files` trusts, or a refusal), registries that ask for credentials
+//! (docker config logins, a clear error without or with wrong ones), a private registry over
+//! TLS on this machine's network address, and a widening accepted or refused on a terminal.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Output;
+use toolhost_tests::cli::{self, run_on_a_terminal, stderr, stdout};
+use toolhost_tests::guests;
+use toolhost_tests::registry::{HTPASSWD, Options, PASSWORD, Registry};
+use toolhost_tests::server::TestCa;
+
+/// `toolhost ARGS…` in `ws` (not `--locked`: CI sets CI=true), with the docker config of
+/// `docker` (a directory) if given.
+fn th(ws: &Path, docker: Option<&Path>, args: &[&str]) -> Output {
+    let mut c = cli::command(ws);
+    c.env_remove("CI").args(args).stdin(std::process::Stdio::null());
+    if let Some(dir) = docker {
+        c.env("DOCKER_CONFIG", dir);
+    }
+    c.output().expect("run toolhost")
+}
+
+#[track_caller]
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), stdout(o), stderr(o));
+    stdout(o)
+}
+
+#[track_caller]
+fn fails(o: &Output, needle: &str) -> String {
+    let all = format!("{}{}", stdout(o), stderr(o));
+    assert_ne!(o.status.code(), Some(0), "expected a failure with {needle:?}\n{all}");
+    assert!(all.contains(needle), "expected {needle:?} in:\n{all}");
+    all
+}
+
+fn lock(ws: &Path) -> String {
+    std::fs::read_to_string(ws.join("toolhost.lock")).unwrap_or_default()
+}
+
+/// A docker config directory whose `config.json` logs `user:password` in to `registry`, as
+/// `docker login` writes it (base64 of `user:password` under `auths`).
+fn docker_login(registry: &str, user: &str, password: &str) -> tempfile::TempDir {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    let json = serde_json::json!({ "auths": { registry: { "auth": auth } } });
+    std::fs::write(dir.path().join("config.json"), json.to_string()).unwrap();
+    dir
+}
+
+#[test]
+fn an_https_source_needs_a_trusted_certificate_then_installs_signed() {
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    std::fs::write(ws.join("noop.wasm"), guests::NOOP).unwrap();
+    let public = ok(&th(ws, None, &["keygen", "acme.key"])).trim().to_string();
+    let out = ok(&th(ws, None, &["publish", "noop.wasm", "--sign", "acme.key"]));
+    assert!(out.contains("noop.wasm.sig"), "{out}");
+    let sig = std::fs::read(ws.join("noop.wasm.sig")).unwrap();
+
+    let ca = TestCa::new();
+    let files =
+        HashMap::from([("tools/noop.wasm".to_string(), guests::NOOP.to_vec()), ("tools/noop.wasm.sig".into(), sig)]);
+    let server = ca.https_files(files);
+    let url = format!("https://127.0.0.1:{}/tools/noop.wasm", server.port);
+
+    // A certificate no root vouches for: refused, nothing written.
+    let all = fails(&th(ws, None, &["add", &url]), "certificate");
+    assert!(all.contains(&url) && all.contains("UnknownIssuer"), "{all}");
+    assert!(!ws.join("toolhost.toml").exists() && !ws.join("toolhost.lock").exists());
+
+    // The CA in `[tls] ca_files` (relative to the config file), a signer trusted for the URL.
+    std::fs::write(ws.join("ca.pem"), &ca.ca_pem).unwrap();
+    let config = format!(
+        "[tls]\nca_files = [\"ca.pem\"]\n\n[trust]\nrequire_signatures = true\n\n[trust.signers.acme]\nkey = \"{public}\"\nsources = [\"https://127.0.0.1:{}/tools/\"]\n",
+        server.port
+    );
+    std::fs::write(ws.join("toolhost.toml"), &config).unwrap();
+    let out = ok(&th(ws, None, &["add", &url]));
+    assert!(out.contains("name:        Noop") && out.contains(&format!("signer:      acme ({public})")), "{out}");
+    let l = lock(ws);
+    assert!(l.contains(&format!("source = \"{url}\"")) && l.contains(&format!("signer = \"{public}\"")), "{l}");
+    let out = ok(&th(ws, None, &["--no-default-tools", "call", "Noop", r#"{"text":"over https"}"#]));
+    assert!(out.contains("over https"), "{out}");
+
+    // A URL that is not there, and one that is not HTTPS.
+    let missing = format!("https://127.0.0.1:{}/tools/missing.wasm", server.port);
+    fails(&th(ws, None, &["add", &missing, "--name", "Missing"]), "not found (404)");
+    fails(&th(ws, None, &["add", &format!("http://127.0.0.1:{}/tools/noop.wasm", server.port)]), "http");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("toolhost.toml")).unwrap(),
+        format!("{config}\n[tools.Noop]\nsource = \"{url}\"\n")
+    );
+}
+
+#[test]
+fn a_registry_that_asks_for_credentials_gets_the_docker_login_for_it() {
+    let options = Options { htpasswd: Some(HTPASSWD.to_string()), ..Options::default() };
+    let Some(registry) = Registry::start_with(options) else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    std::fs::write(ws.join("noop.wasm"), guests::NOOP).unwrap();
+    let tag = format!("{}:1", registry.reference("private/noop"));
+
+    // No login: refused, and the message says how to log in.
+    let all = fails(&th(ws, None, &["publish", "noop.wasm", &tag]), "the registry refused access");
+    assert!(all.contains(&format!("no credentials are configured for {}", registry.addr)), "{all}");
+    assert!(all.contains(&format!("docker login {}", registry.addr)), "{all}");
+
+    // A wrong password: refused, and said to be refused.
+    let wrong = docker_login(&registry.addr, "alice", "guess");
+    let all = fails(&th(ws, Some(wrong.path()), &["publish", "noop.wasm", &tag]), "the registry refused access");
+    assert!(all.contains("were refused"), "{all}");
+
+    // Logged in to another registry only: still anonymous here.
+    let elsewhere = docker_login("registry.example:5000", "alice", PASSWORD);
+    fails(&th(ws, Some(elsewhere.path()), &["publish", "noop.wasm", &tag]), "no credentials are configured");
+
+    // The right login: publish, add (pull) and call.
+    let login = docker_login(&registry.addr, "alice", PASSWORD);
+    ok(&th(ws, Some(login.path()), &["publish", "noop.wasm", &tag]));
+    fails(&th(ws, None, &["add", &tag]), "no credentials are configured");
+    assert!(!ws.join("toolhost.lock").exists());
+    let out = ok(&th(ws, Some(login.path()), &["add", &tag]));
+    assert!(out.contains("name:        Noop"), "{out}");
+    // A start reads the lock and the store: no registry, no credentials.
+    let out = ok(&th(ws, None, &["--no-default-tools", "call", "Noop", r#"{"text":"private"}"#]));
+    assert!(out.contains("private"), "{out}");
+
+    // A docker config that is not one: an error naming it, never a silent anonymous try.
+    let broken = tempfile::tempdir().unwrap();
+    std::fs::write(broken.path().join("config.json"), "{ not json").unwrap();
+    let all = fails(&th(ws, Some(broken.path()), &["update", "Noop"]), "not a docker config file");
+    assert!(all.contains(&format!("credentials for {}", registry.addr)), "{all}");
+}
+
+/// This machine's address on its network (not loopback), if it has one: what a registry
+/// elsewhere looks like to the client (HTTPS required).
+fn own_address() -> Option<String> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    // Connecting a UDP socket sends nothing; it picks the interface a packet would leave by.
+    socket.connect("203.0.113.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then(|| ip.to_string())
+}
+
+#[test]
+fn a_private_registry_over_tls_with_an_internal_ca_and_a_login() {
+    let Some(host) = own_address() else {
+        eprintln!("SKIPPED: this machine has no network address besides loopback");
+        return;
+    };
+    let ca = TestCa::for_names(&[&host]);
+    let options = Options {
+        host: Some(host.clone()),
+        tls: Some((ca.cert_pem.clone(), ca.key_pem.clone())),
+        htpasswd: Some(HTPASSWD.to_string()),
+    };
+    let Some(registry) = Registry::start_with(options) else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    std::fs::write(ws.join("noop.wasm"), guests::NOOP).unwrap();
+    let login = docker_login(&registry.addr, "alice", PASSWORD);
+    let tag = format!("{}:1", registry.reference("team/noop"));
+
+    // Not loopback, so HTTPS only, and the internal CA is not trusted yet.
+    let all = fails(&th(ws, Some(login.path()), &["publish", "noop.wasm", &tag]), "UnknownIssuer");
+    assert!(all.contains(&tag), "{all}");
+
+    std::fs::write(ws.join("ca.pem"), &ca.ca_pem).unwrap();
+    std::fs::write(ws.join("toolhost.toml"), "[tls]\nca_files = [\"ca.pem\"]\n").unwrap();
+    ok(&th(ws, Some(login.path()), &["--config", "toolhost.toml", "publish", "noop.wasm", &tag]));
+    let out = ok(&th(ws, Some(login.path()), &["add", &tag]));
+    assert!(out.contains("name:        Noop") && out.contains(&format!("Fetched {tag}@sha256:")), "{out}");
+    let out = ok(&th(ws, None, &["--no-default-tools", "call", "Noop", r#"{"text":"over tls"}"#]));
+    assert!(out.contains("over tls"), "{out}");
+    ok(&th(ws, Some(login.path()), &["update", "--locked"]));
+}
+
+#[test]
+fn a_widening_is_asked_on_a_terminal_and_applied_only_on_yes() {
+    let Some(registry) = Registry::start() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    std::fs::write(ws.join("noop.wasm"), guests::NOOP).unwrap();
+    std::fs::write(ws.join("probe.wasm"), guests::PROBE).unwrap();
+    let tag = format!("{}:stable", registry.reference("tools/thing"));
+    ok(&th(ws, None, &["publish", "noop.wasm", &tag]));
+    ok(&th(ws, None, &["add", &tag, "--name", "Thing"]));
+    let first = lock(ws);
+    // The tag moves to a component that may write anywhere and read every variable.
+    ok(&th(ws, None, &["publish", "probe.wasm", &tag]));
+    let no_ci = |c: &mut std::process::Command| {
+        c.env_remove("CI");
+    };
+
+    let (code, screen) = run_on_a_terminal(ws, no_ci, &["update", "Thing"], "n\n");
+    assert_eq!(code, 2, "{screen}");
+    assert!(
+        screen.contains("ceiling: + fs-write(/)") && screen.contains("Accept the wider capabilities of Thing? [y/N]"),
+        "{screen}"
+    );
+    assert!(screen.contains("toolhost update Thing --accept-capabilities"), "{screen}");
+    assert_eq!(lock(ws), first, "no: nothing changes");
+
+    // Anything but a yes is a no.
+    let (code, screen) = run_on_a_terminal(ws, no_ci, &["update", "Thing"], "sure\n");
+    assert_eq!(code, 2, "{screen}");
+    assert_eq!(lock(ws), first);
+
+    let (code, screen) = run_on_a_terminal(ws, no_ci, &["update", "Thing"], "y\n");
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("Thing: updated"), "{screen}");
+    assert!(lock(ws).contains("\"fs-write(/)\""), "{}", lock(ws));
+}
