@@ -248,3 +248,57 @@ fn artifacts_of_the_wkg_client_install_and_ours_read_back_with_it() {
     let image = rt.block_on(client.pull(&reference("ours/probe:2"), &RegistryAuth::Anonymous)).expect("oci-wasm pulls");
     assert_eq!(image.layers[0].data, guests::PROBE);
 }
+
+/// The resolved reference of the lock entry (there is one tool in these tests' locks).
+fn locked_resolved(ws: &Path) -> String {
+    let lock = lock(ws);
+    let line = lock.lines().find(|l| l.starts_with("resolved = ")).unwrap_or_else(|| panic!("no resolved in\n{lock}"));
+    line.trim_start_matches("resolved = ").trim_matches('"').to_string()
+}
+
+#[test]
+fn a_version_requirement_installs_and_updates_within_it() {
+    let Some(registry) = Registry::start() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let noop = write(ws, "noop.wasm", guests::NOOP);
+    let probe = write(ws, "probe.wasm", guests::PROBE);
+    let repo = registry.reference("tools/thing");
+    for (file, tag) in
+        [(&noop, "1.0.0"), (&noop, "v1.1.0"), (&probe, "2.0.0"), (&probe, "1.5.0-rc.1"), (&noop, "latest")]
+    {
+        ok(&th(ws, &["publish", file, &format!("{repo}:{tag}")]));
+    }
+
+    // A tag and a version at once, and a requirement nothing meets: refused, nothing written.
+    fails(&th(ws, &["add", &format!("{repo}:1.0.0"), "--version", "^1"]), "--version chooses the tag");
+    let all = fails(&th(ws, &["add", &repo, "--version", "^3", "--name", "Thing"]), "no tag is a version matching ^3");
+    assert!(all.contains("1.0.0") && all.contains("v1.1.0"), "the tags there are: {all}");
+    assert!(!ws.join("toolhost.toml").exists());
+
+    let out = ok(&th(ws, &["add", &repo, "--version", "^1", "--name", "Thing"]));
+    assert!(out.contains(&format!("Fetched {repo}:v1.1.0@sha256:")), "the newest 1.x, no pre-release: {out}");
+    let config = std::fs::read_to_string(ws.join("toolhost.toml")).unwrap();
+    assert_eq!(config, format!("[tools.Thing]\nsource = \"{repo}\"\nversion = \"^1\"\n"));
+    assert!(lock(ws).contains("version = \"^1\""), "{}", lock(ws));
+    assert!(ok(&th(ws, &["--no-default-tools", "call", "Thing", r#"{"text":"v1.1"}"#])).contains("v1.1"));
+    ok(&th(ws, &["--locked", "update"]));
+
+    // A newer 1.x: drift under --locked, taken by update; 2.0.0 never.
+    ok(&th(ws, &["publish", &noop, &format!("{repo}:1.2.0")]));
+    fails(&th(ws, &["--locked", "update"]), &format!("{repo}:1.2.0 now points to"));
+    assert!(locked_resolved(ws).contains(":v1.1.0@"), "{}", locked_resolved(ws));
+    let out = ok(&th(ws, &["update"]));
+    assert!(out.contains("Thing: up to date") && out.contains(":1.2.0@"), "the same bytes: nothing to ask: {out}");
+    assert!(locked_resolved(ws).contains(":1.2.0@"), "{}", locked_resolved(ws));
+
+    // The requirement changed by hand: a start refuses until update locks it; 2.0.0 widens.
+    std::fs::write(ws.join("toolhost.toml"), config.replace("^1", "^2")).unwrap();
+    let o = th(ws, &["--no-default-tools", "call", "Thing", "{}"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("the version requirement is ^2, but toolhost.lock has ^1"), "{}", stderr(&o));
+    fails(&th(ws, &["update", "Thing"]), "--accept-capabilities");
+    ok(&th(ws, &["update", "Thing", "--accept-capabilities"]));
+    assert!(locked_resolved(ws).contains(":2.0.0@"), "{}", locked_resolved(ws));
+    assert_eq!(locked_component(ws), toolhost_registry::digest_of(guests::PROBE));
+}

@@ -5,9 +5,10 @@
 
 use crate::setup::{self, GlobalArgs};
 use anyhow::{Context, Result, bail};
+use semver::VersionReq;
 use std::path::{Path, PathBuf};
 use toolhost::{EngineOptions, Inspection, ToolEngine, ToolSource};
-use toolhost_policy::{Capability, Config, Grant, ToolRef, effective_grant};
+use toolhost_policy::{Capability, Config, Grant, OciRef, ToolRef, effective_grant};
 use toolhost_registry::lock::{capability_strings, parse_capability};
 use toolhost_registry::sign::{self, Signature, Signer};
 use toolhost_registry::{Access, Lock, LockedTool, SetDiff, Store};
@@ -127,6 +128,15 @@ pub fn tool_source(
             entry.source
         );
     }
+    let version = config.tools.get(name).and_then(|t| t.version.as_ref()).map(|v| v.get_ref().to_string());
+    if entry.version != version {
+        let shown = |v: &Option<String>| v.clone().unwrap_or_else(|| "none".into());
+        bail!(
+            "tools.{name}: the version requirement is {}, but toolhost.lock has {}; {fix} to lock it",
+            shown(&version),
+            shown(&entry.version)
+        );
+    }
     signer(config, source, entry).with_context(|| format!("tools.{name}: refusing to load {}", entry.resolved))?;
     let workspace = setup::workspace(args)?;
     let now = effective(config, name, &capabilities(&entry.ceiling), false, &workspace);
@@ -163,11 +173,17 @@ pub fn signer_shown(config: &Config, name: &str, lock: &Lock) -> Option<String> 
     })
 }
 
-/// `text` with `[tools.NAME] source = "…"` appended; everything before it kept byte for byte.
-pub fn append_tool(text: &str, name: &str, source: &ToolRef) -> String {
+/// `text` with `[tools.NAME] source = "…"` (and `version = "…"`) appended; everything before
+/// it kept byte for byte.
+pub fn append_tool(text: &str, name: &str, source: &ToolRef, version: Option<&VersionReq>) -> String {
     let bare = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     let key = if bare { name.to_string() } else { toml::Value::String(name.to_string()).to_string() };
-    let value = toml::Value::String(source.to_string()).to_string();
+    // With a version, the source is written without the `:latest` it reads as.
+    let shown = match (source, version) {
+        (ToolRef::Oci(r), Some(_)) => format!("oci://{}/{}", r.registry, r.repository),
+        _ => source.to_string(),
+    };
+    let value = toml::Value::String(shown).to_string();
     let mut out = text.to_string();
     if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
@@ -176,6 +192,9 @@ pub fn append_tool(text: &str, name: &str, source: &ToolRef) -> String {
         out.push('\n');
     }
     out.push_str(&format!("[tools.{key}]\nsource = {value}\n"));
+    if let Some(v) = version {
+        out.push_str(&format!("version = {}\n", toml::Value::String(v.to_string())));
+    }
     out
 }
 
@@ -203,16 +222,31 @@ pub struct Candidate {
     pub bytes: Vec<u8>,
 }
 
-/// Fetch `source` for the tool `name` (the name given, or `None` for the one it declares),
-/// check its digests and signature under `config`'s `[trust]`, and describe it.
+/// `r` at the tag `version` chooses (the newest matching), or as written without one.
+pub async fn choose_tag(r: &OciRef, version: Option<&VersionReq>, access: &Access) -> Result<OciRef> {
+    Ok(match version {
+        Some(req) => toolhost_registry::oci::choose(r, req, access).await?,
+        None => r.clone(),
+    })
+}
+
+/// Fetch `source` (at the newest tag `version` allows, with one) for the tool `name` (the name
+/// given, or `None` for the one it declares), check its digests and signature under
+/// `config`'s `[trust]`, and describe it.
 pub async fn candidate(
     config: &Config,
     config_file: &Path,
     name: Option<&str>,
     source: &ToolRef,
+    version: Option<&VersionReq>,
     workspace: &Path,
 ) -> Result<Candidate> {
-    let fetched = toolhost_registry::fetch(source, &base_dir(config_file), &access(config)?).await?;
+    let access = access(config)?;
+    let at = match source {
+        ToolRef::Oci(r) if version.is_some() => ToolRef::Oci(choose_tag(r, version, &access).await?),
+        other => other.clone(),
+    };
+    let fetched = toolhost_registry::fetch(&at, &base_dir(config_file), &access).await?;
     let signer = sign::judge(fetched.signature.as_ref(), &fetched.component_digest, source, &config.trust)?;
     let inspection = describe(&fetched.resolved, &fetched.bytes).await?;
     let name = name.unwrap_or(&inspection.info.name);
@@ -221,6 +255,7 @@ pub async fn candidate(
     let signature = fetched.signature.as_ref().filter(|_| signer != Signer::Unsigned);
     let entry = LockedTool {
         source: source.to_string(),
+        version: version.map(ToString::to_string),
         resolved: fetched.resolved.clone(),
         component: fetched.component_digest.clone(),
         declared_name: inspection.info.name.clone(),
@@ -240,9 +275,14 @@ mod tests {
     #[test]
     fn appending_keeps_the_file() {
         let src: ToolRef = "oci://r.io/a/b:1".parse().unwrap();
-        assert_eq!(append_tool("", "B", &src), "[tools.B]\nsource = \"oci://r.io/a/b:1\"\n");
+        assert_eq!(append_tool("", "B", &src, None), "[tools.B]\nsource = \"oci://r.io/a/b:1\"\n");
+        let tagless: ToolRef = "oci://r.io/a/b".parse().unwrap();
+        let req: VersionReq = "^1.2".parse().unwrap();
+        let out = append_tool("", "B", &tagless, Some(&req));
+        assert_eq!(out, "[tools.B]\nsource = \"oci://r.io/a/b\"\nversion = \"^1.2\"\n");
+        assert!(Config::parse(&out, Path::new("t.toml")).unwrap().tools["B"].version.is_some());
         let text = "# mine\n[limits]\nfuel = 5";
-        let out = append_tool(text, "my tool", &src);
+        let out = append_tool(text, "my tool", &src, None);
         assert!(out.starts_with(text));
         assert_eq!(&out[text.len()..], "\n\n[tools.\"my tool\"]\nsource = \"oci://r.io/a/b:1\"\n");
         assert!(Config::parse(&out, Path::new("t.toml")).unwrap().tools["my tool"].source.is_some());

@@ -259,6 +259,10 @@ pub struct ToolConfig {
     /// Where an installed tool comes from (`toolhost add`): its bytes are the ones
     /// `toolhost.lock` names, from the content-addressed store; never fetched at load.
     pub source: Option<Spanned<crate::ToolRef>>,
+    /// With a tagless `oci://` source: install the newest tag that is a semantic version
+    /// matching this requirement (`^1.2`, `~1.4`, `>=1, <3`; a leading `v` in tags is allowed);
+    /// `toolhost update` moves within it, never past it.
+    pub version: Option<Spanned<semver::VersionReq>>,
     /// What the operator grants, with its position; absent means the default grant.
     pub grant: Option<Spanned<Grant>>,
     /// Let a name or `*` in the grant reach loopback, private, link-local and metadata
@@ -727,6 +731,25 @@ impl Checker<'_> {
                     self.error(sha.span().start, format!("{table}.sha256: expected 64 hex digits, got {s:?}"));
                 }
             }
+            if let Some(version) = &tool.version {
+                let problem = match tool.source.as_ref().map(|s| s.get_ref()) {
+                    None => Some("needs a `source` (oci://REGISTRY/REPOSITORY, no tag)".to_string()),
+                    // A source without a tag reads as `:latest`, which the version replaces.
+                    Some(crate::ToolRef::Oci(r))
+                        if r.tag.as_ref().is_some_and(|t| t != "latest") || r.digest.is_some() =>
+                    {
+                        Some(format!(
+                            "the version chooses the tag: give the source without one (oci://{}/{})",
+                            r.registry, r.repository
+                        ))
+                    }
+                    Some(crate::ToolRef::Oci(_)) => None,
+                    Some(other) => Some(format!("only an oci:// source has versions to choose from, not {other}")),
+                };
+                if let Some(problem) = problem {
+                    self.error(version.span().start, format!("{table}.version: {problem}"));
+                }
+            }
             // An installed tool is pinned by the lock file, and its bytes come from there.
             if let Some(source) = &tool.source {
                 if let Some(path) = &tool.path {
@@ -1159,6 +1182,26 @@ matcher = "Read"
                 (12, 1, "trust.signers.x: missing field `key`"),
                 (13, 7, "trust.signers.x.key: invalid public key \"ed25519:abc\": expected `ed25519:`"),
                 (16, 12, "trust.signers.y.sources[0]: empty source prefix"),
+            ],
+        );
+    }
+
+    #[test]
+    fn a_version_requirement_goes_with_a_tagless_oci_source() {
+        let c = parse("[tools.A]\nsource = \"oci://r.io/acme/a\"\nversion = \"^1.2\"\n").unwrap();
+        assert_eq!(c.tools["A"].version.as_ref().unwrap().get_ref().to_string(), "^1.2");
+        assert!(parse("[tools.A]\nsource = \"oci://r.io/acme/a:1\"\n").unwrap().tools["A"].version.is_none());
+        let bad = "[tools.A]\nsource = \"oci://r.io/a:1\"\nversion = \"^1\"\n\n[tools.B]\nversion = \"1\"\n\n\
+                   [tools.C]\nsource = \"https://x.io/c.wasm\"\nversion = \"1\"\n\n\
+                   [tools.D]\nsource = \"oci://r.io/d\"\nversion = \"one\"\n";
+        let found = errors(bad);
+        assert_errors(
+            &found,
+            &[
+                (3, 11, "tools.A.version: the version chooses the tag: give the source without one (oci://r.io/a)"),
+                (6, 11, "tools.B.version: needs a `source`"),
+                (10, 11, "tools.C.version: only an oci:// source has versions to choose from"),
+                (14, 11, "tools.D.version: "),
             ],
         );
     }

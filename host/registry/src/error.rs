@@ -85,6 +85,19 @@ pub enum Error {
     /// A `[tls] ca_files` entry that is not a usable certificate.
     #[error("TLS roots: {0}")]
     Tls(String),
+    /// No tag of the repository is a version the requirement allows.
+    #[error(
+        "{repository}: no tag is a version matching {requirement} (tags: {}); publish one, or change `version`",
+        if tags.is_empty() { "none".to_string() } else { tags.join(", ") }
+    )]
+    NoMatchingVersion {
+        /// `oci://REGISTRY/REPOSITORY`.
+        repository: String,
+        /// The requirement.
+        requirement: String,
+        /// Some of the tags there are.
+        tags: Vec<String>,
+    },
     /// A source this version cannot fetch.
     #[error("{0}")]
     Unsupported(String),

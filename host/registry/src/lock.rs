@@ -9,7 +9,8 @@
 //!
 //! [tools.Echo]
 //! source = "oci://registry.example.com/acme/echo:1.2"     # as in toolhost.toml
-//! resolved = "oci://registry.example.com/acme/echo:1.2@sha256:…"   # the manifest fetched
+//! version = "^1.2"              # the config's version requirement, with a tagless source
+//! resolved = "oci://registry.example.com/acme/echo:1.2@sha256:…"   # the tag chosen, the manifest fetched
 //! component = "sha256:…"        # the component bytes: what loads, checked before they run
 //! declared_name = "Echo"        # the name the component declares
 //! wit = "toolhost:tool@0.1.0"   # the WIT package it exports
@@ -71,6 +72,9 @@ impl Default for Lock {
 pub struct LockedTool {
     /// The source as the config gives it.
     pub source: String,
+    /// The config's version requirement (`^1.2`), when the tag is chosen by version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// What it resolved to (`oci://…@sha256:MANIFEST`, the file, the URL).
     pub resolved: String,
     /// `sha256:HEX` of the component bytes.
@@ -107,7 +111,7 @@ impl Lock {
     /// [`Error::Io`] for an unreadable file, [`Error::Lock`] for one that does not parse or has
     /// another version.
     pub fn read(path: &Path) -> Result<Lock> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match read_unfollowed(path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lock::default()),
             Err(e) => return Err(Error::io(path, "cannot read", e)),
@@ -183,6 +187,18 @@ pub fn parse_capability(s: &str) -> Option<Capability> {
     })
 }
 
+/// The file's text, refusing a symbolic link in its last component: the lock decides which
+/// stored component runs under which name, so it is read only as the file it is.
+fn read_unfollowed(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file =
+        std::fs::OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32).open(path)?;
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    Ok(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,6 +220,17 @@ mod tests {
         assert_eq!(back[1], Capability::FsWrite("./out".into()));
         assert_eq!(parse_capability("bogus(x)"), None);
         assert_eq!(parse_capability("net(x"), None);
+    }
+
+    #[test]
+    fn a_lock_that_is_a_link_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("elsewhere.lock");
+        std::fs::write(&real, "version = 1\n").unwrap();
+        let path = dir.path().join("toolhost.lock");
+        std::os::unix::fs::symlink(&real, &path).unwrap();
+        let e = Lock::read(&path).unwrap_err();
+        assert!(e.to_string().contains("cannot read"), "{e}");
     }
 
     #[test]

@@ -151,6 +151,51 @@ pub async fn resolve(r: &OciRef, access: &Access) -> Result<String> {
     Ok(digest)
 }
 
+/// The tags of `r`'s repository (its own tag and digest ignored).
+///
+/// # Errors
+///
+/// [`Error::Registry`] or [`Error::Unauthorized`] when the registry cannot answer.
+pub async fn tags(r: &OciRef, access: &Access) -> Result<Vec<String>> {
+    let session = Session::new(r, access)?;
+    let at = OciRef { tag: Some("latest".into()), digest: None, ..r.clone() };
+    let listed = session
+        .client
+        .list_tags(&reference(&at)?, &session.auth, None, None)
+        .await
+        .map_err(|e| registry_error(r, &session.auth, "cannot list the tags", e))?;
+    Ok(listed.tags)
+}
+
+/// The newest tag that is a semantic version (a leading `v` allowed) matching `req`, and that
+/// version. Pre-releases match only as `semver` matches them (when the requirement names a
+/// pre-release of the same version), as in Cargo.
+pub fn newest<'a>(tags: &'a [String], req: &semver::VersionReq) -> Option<(&'a str, semver::Version)> {
+    tags.iter()
+        .filter_map(|t| Some((t.as_str(), semver::Version::parse(t.strip_prefix('v').unwrap_or(t)).ok()?)))
+        .filter(|(_, v)| req.matches(v))
+        .max_by(|a, b| a.1.cmp(&b.1))
+}
+
+/// `r` at the newest tag matching `req`.
+///
+/// # Errors
+///
+/// As [`tags`], and [`Error::NoMatchingVersion`] when no tag matches.
+pub async fn choose(r: &OciRef, req: &semver::VersionReq, access: &Access) -> Result<OciRef> {
+    let tags = tags(r, access).await?;
+    let Some((tag, _)) = newest(&tags, req) else {
+        let mut versions: Vec<&String> = tags.iter().filter(|t| !t.ends_with(".toolhost-sig")).collect();
+        versions.truncate(20);
+        return Err(Error::NoMatchingVersion {
+            repository: format!("oci://{}/{}", r.registry, r.repository),
+            requirement: req.to_string(),
+            tags: versions.into_iter().cloned().collect(),
+        });
+    };
+    Ok(OciRef { tag: Some(tag.to_string()), digest: None, ..r.clone() })
+}
+
 /// The manifest of `r`, its digest checked against its bytes and against `r`'s digest.
 async fn pull_manifest(session: &Session, r: &OciRef) -> Result<(OciImageManifest, String)> {
     let reference = reference(r)?;
@@ -353,6 +398,22 @@ fn rfc3339_now() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_newest_matching_version_is_chosen() {
+        let tags: Vec<String> =
+            ["latest", "1.0.0", "v1.3.0", "1.2.9", "2.0.0", "1.4.0-rc.1", "1.2", "sha256-ab.toolhost-sig"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let pick = |req: &str| super::newest(&tags, &req.parse().unwrap()).map(|(t, _)| t);
+        assert_eq!(pick("^1"), Some("v1.3.0"));
+        assert_eq!(pick("~1.2"), Some("1.2.9"), "`1.2` is not a semantic version: ignored");
+        assert_eq!(pick(">=1, <3"), Some("2.0.0"));
+        assert_eq!(pick("^3"), None);
+        assert_eq!(pick(">=1.4.0-rc.1, <2"), Some("1.4.0-rc.1"));
+        assert_eq!(pick("*"), Some("2.0.0"), "pre-releases only when asked for");
+    }
+
     #[test]
     fn dates() {
         let now = super::rfc3339_now();

@@ -1,6 +1,8 @@
-//! `toolhost add REF [--name N]`: fetch a tool (OCI registry, https URL or file), verify it,
-//! show what it is and what it may touch, keep it in the store, and record it in
-//! `toolhost.toml` (an appended `[tools.N] source`) and `toolhost.lock`.
+//! `toolhost add REF [--name N] [--version REQ]`: fetch a tool (OCI registry, https URL or
+//! file), verify it, show what it is and what it may touch, keep it in the store, and record it
+//! in `toolhost.toml` (an appended `[tools.N] source`, and `version`) and `toolhost.lock`. With
+//! `--version`, the newest tag of the repository that is a semantic version matching REQ is
+//! installed, and `toolhost update` later moves within REQ.
 
 use crate::install;
 use crate::setup::{self, GlobalArgs};
@@ -15,11 +17,26 @@ pub struct AddCommand {
     /// The name the tool goes by here (default: the name it declares).
     #[arg(long)]
     name: Option<String>,
+    /// Choose the newest tag that is a semantic version matching this requirement (`^1.2`,
+    /// `~1.4`, `>=1, <3`); REF then names no tag.
+    #[arg(long, value_name = "REQ")]
+    version: Option<semver::VersionReq>,
 }
 
 impl AddCommand {
     pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
         let source: ToolRef = self.reference.parse()?;
+        if self.version.is_some() {
+            match &source {
+                ToolRef::Oci(r) if r.digest.is_none() && r.tag.as_deref().is_none_or(|t| t == "latest") => {}
+                ToolRef::Oci(r) => bail!(
+                    "--version chooses the tag: give the repository without a tag or digest (oci://{}/{})",
+                    r.registry,
+                    r.repository
+                ),
+                other => bail!("--version needs an oci:// repository to choose tags from, not {other}"),
+            }
+        }
         let config_file = install::config_file(global);
         if install::locked(global) {
             bail!(
@@ -34,16 +51,22 @@ impl AddCommand {
         };
         let config = Config::parse(&text, &config_file)?;
         let workspace = setup::workspace(global)?;
-        let c = install::candidate(&config, &config_file, self.name.as_deref(), &source, &workspace).await?;
+        let version = self.version.as_ref();
+        let c = install::candidate(&config, &config_file, self.name.as_deref(), &source, version, &workspace).await?;
         let name = self.name.clone().unwrap_or_else(|| c.inspection.info.name.clone());
         let (lock_path, mut lock) = install::lock_for(global)?;
         let new_text = match config.tools.get(&name) {
-            Some(t) if t.source.as_ref().is_some_and(|s| *s.get_ref() == source) => text.clone(),
+            Some(t)
+                if t.source.as_ref().is_some_and(|s| *s.get_ref() == source)
+                    && t.version.as_ref().map(|v| v.get_ref()) == version =>
+            {
+                text.clone()
+            }
             Some(_) => bail!(
                 "{} already has [tools.{name}]; choose another name with --name, or run `toolhost update {name}`",
                 config_file.display()
             ),
-            None => install::append_tool(&text, &name, &source),
+            None => install::append_tool(&text, &name, &source, version),
         };
         Config::parse(&new_text, &config_file).context("the config would not parse after adding the tool")?;
 

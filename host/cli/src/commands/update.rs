@@ -1,5 +1,5 @@
 //! `toolhost update [NAME] [--accept-capabilities]`: fetch what each installed tool's source
-//! names now and, when it changed, show the capability diff (ceiling and effective grant, old
+//! names now (with a `version`, the newest tag it allows) and, when it changed, show the capability diff (ceiling and effective grant, old
 //! → new) before changing anything. A widening needs a yes on a terminal, or
 //! `--accept-capabilities`; a narrowing applies without asking.
 //!
@@ -12,6 +12,7 @@ use crate::install;
 use crate::setup::{self, GlobalArgs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use semver::VersionReq;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use toolhost_policy::ToolRef;
 use toolhost_registry::CapabilityDiff;
@@ -33,11 +34,13 @@ impl UpdateCommand {
         let (lock_path, mut lock) = install::lock_for(global)?;
         let store = install::store()?;
         let locked = install::locked(global);
-        let tools: Vec<(String, ToolRef)> = config
+        let tools: Vec<(String, ToolRef, Option<VersionReq>)> = config
             .tools
             .iter()
             .filter(|(n, _)| self.name.as_ref().is_none_or(|want| want == *n))
-            .filter_map(|(n, t)| Some((n.clone(), t.source.as_ref()?.get_ref().clone())))
+            .filter_map(|(n, t)| {
+                Some((n.clone(), t.source.as_ref()?.get_ref().clone(), t.version.as_ref().map(|v| v.get_ref().clone())))
+            })
             .collect();
         if tools.is_empty() {
             match &self.name {
@@ -49,8 +52,9 @@ impl UpdateCommand {
         }
         let mut drift = Vec::new();
         let mut refused = Vec::new();
-        for (name, source) in tools {
-            let old = lock.tools.get(&name).filter(|e| e.source == source.to_string()).cloned();
+        for (name, source, version) in tools {
+            let wanted = version.as_ref().map(ToString::to_string);
+            let old = lock.tools.get(&name).filter(|e| e.source == source.to_string() && e.version == wanted).cloned();
             if locked {
                 let Some(old) = old else {
                     drift.push(format!("{name}: {source} is not in toolhost.lock; run `toolhost update {name}`"));
@@ -61,7 +65,7 @@ impl UpdateCommand {
                     ToolRef::Oci(_) => old.resolved.parse()?,
                     other => other.clone(),
                 };
-                let c = install::candidate(&config, &config_file, Some(&name), &exact, &workspace).await?;
+                let c = install::candidate(&config, &config_file, Some(&name), &exact, None, &workspace).await?;
                 if c.entry.component != old.component {
                     drift.push(format!(
                         "{name}: {source} now has {} (locked: {}); run `toolhost update {name}`",
@@ -70,20 +74,23 @@ impl UpdateCommand {
                     continue;
                 }
                 store.put(&c.bytes)?;
-                if let ToolRef::Oci(r) = &source
-                    && let Ok(now) = toolhost_registry::oci::resolve(r, &install::access(&config)?).await
-                    && !old.resolved.ends_with(&now)
-                {
-                    drift.push(format!(
-                        "{name}: {source} now points to {now} (locked: {}); run `toolhost update {name}` to take it",
-                        old.resolved
-                    ));
-                    continue;
+                if let ToolRef::Oci(r) = &source {
+                    let access = install::access(&config)?;
+                    let at = install::choose_tag(r, version.as_ref(), &access).await?;
+                    if let Ok(now) = toolhost_registry::oci::resolve(&at, &access).await
+                        && !old.resolved.ends_with(&now)
+                    {
+                        drift.push(format!(
+                            "{name}: {at} now points to {now} (locked: {}); run `toolhost update {name}` to take it",
+                            old.resolved
+                        ));
+                        continue;
+                    }
                 }
                 crate::output::outln!("{name}: {} (as locked)", old.resolved);
                 continue;
             }
-            let c = install::candidate(&config, &config_file, Some(&name), &source, &workspace)
+            let c = install::candidate(&config, &config_file, Some(&name), &source, version.as_ref(), &workspace)
                 .await
                 .with_context(|| format!("updating {name}"))?;
             if let Some(old) = &old
