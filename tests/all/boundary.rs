@@ -418,6 +418,50 @@ fn a_tool_cannot_create_the_config_file_or_the_lock_the_next_start_reads() {
     assert!(!ws_path.join("pwned").exists(), "a planted hook ran");
 }
 
+/// The registry logins (`$DOCKER_CONFIG/config.json`) name programs `toolhost add` runs
+/// (`credHelpers`) and say where credentials go: inside a workspace, no tool may write,
+/// replace, remove or create them, or move their directory away.
+#[test]
+fn a_tool_cannot_change_the_registry_logins() {
+    use toolhost_tests::cli::{assert_exit, command, stdout};
+    let ws = workspace();
+    let ws_path = ws.path().canonicalize().unwrap();
+    fs::create_dir(ws_path.join("tools")).unwrap();
+    fs::write(ws_path.join("tools/hostile.wasm"), guests::HOSTILE).unwrap();
+    let docker = ws_path.join(".docker");
+    fs::create_dir(&docker).unwrap();
+    let login = r#"{"auths":{"registry.example":{"auth":"YWxpY2U6czNjcmV0"}}}"#;
+    fs::write(docker.join("config.json"), login).unwrap();
+    let evil = r#"{"credHelpers":{"registry.example":"evil"}}"#;
+    let attacks = [
+        json!({"op": "write", "path": ".docker/config.json", "content": evil}),
+        json!({"op": "append", "path": ".docker/config.json", "content": "x"}),
+        json!({"op": "remove", "path": ".docker/config.json"}),
+        json!({"op": "rename", "path": ".docker", "target": "moved"}),
+    ];
+    for attack in &attacks {
+        let input = attack.to_string();
+        let out = command(&ws_path)
+            .env("DOCKER_CONFIG", &docker)
+            .args(["--tools", "tools", "--permission-mode", "bypass", "call", "Hostile", &input])
+            .output()
+            .unwrap();
+        assert_exit(&out, 1);
+        assert!(stdout(&out).contains("The sandbox refused"), "{input}: {}", stdout(&out));
+    }
+    assert_eq!(fs::read_to_string(docker.join("config.json")).unwrap(), login);
+    // With no login file yet, none can be created either.
+    fs::remove_file(docker.join("config.json")).unwrap();
+    let input = attacks[0].to_string();
+    let out = command(&ws_path)
+        .env("DOCKER_CONFIG", &docker)
+        .args(["--tools", "tools", "--permission-mode", "bypass", "call", "Hostile", &input])
+        .output()
+        .unwrap();
+    assert_exit(&out, 1);
+    assert!(fs::symlink_metadata(docker.join("config.json")).is_err(), "no login file was created");
+}
+
 #[test]
 fn through_the_command_line_a_tool_cannot_plant_a_hook_for_the_next_start() {
     use toolhost_tests::cli::{assert_exit, run, stdout};
