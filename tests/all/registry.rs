@@ -302,3 +302,43 @@ fn a_version_requirement_installs_and_updates_within_it() {
     assert!(locked_resolved(ws).contains(":2.0.0@"), "{}", locked_resolved(ws));
     assert_eq!(locked_component(ws), toolhost_registry::digest_of(guests::PROBE));
 }
+
+/// A second machine (another checkout: the same `toolhost.toml` and `toolhost.lock`, an empty
+/// cache) gets exactly the locked tools with `toolhost update` under `CI=true`, even after the
+/// tag moved on, and runs them.
+#[test]
+fn a_second_machine_reproduces_the_locked_tools_exactly() {
+    let Some(registry) = Registry::start() else { return };
+    let first = tempfile::tempdir().unwrap();
+    let first = first.path();
+    let noop = write(first, "noop.wasm", guests::NOOP);
+    let probe = write(first, "probe.wasm", guests::PROBE);
+    let tag = format!("{}:stable", registry.reference("tools/thing"));
+    ok(&th(first, &["publish", &noop, &tag]));
+    ok(&th(first, &["add", &tag, "--name", "Thing"]));
+    ok(&th(first, &["publish", &probe, &tag]));
+
+    let second = tempfile::tempdir().unwrap();
+    let second = second.path();
+    for file in ["toolhost.toml", "toolhost.lock"] {
+        std::fs::copy(first.join(file), second.join(file)).unwrap();
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let on_ci = |args: &[&str]| {
+        cli::command(second).env("CI", "true").env("TOOLHOST_CACHE_DIR", cache.path()).args(args).output().unwrap()
+    };
+    let o = on_ci(&["--no-default-tools", "call", "Thing", "{}"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("run `toolhost update` to fetch what toolhost.lock names"), "{}", stderr(&o));
+    // The tag moved: reported as drift (exit 2), but the locked bytes are fetched all the same.
+    let all = fails(&on_ci(&["update"]), "now points to");
+    assert!(all.contains("run `toolhost update Thing` to take it"), "{all}");
+    assert_eq!(lock(second), lock(first), "CI never writes the lock");
+    let out = ok(&on_ci(&["--no-default-tools", "call", "Thing", r#"{"text":"same bytes"}"#]));
+    assert!(out.contains("same bytes"), "the locked Noop, not the Probe the tag names now: {out}");
+    let stored = cache
+        .path()
+        .join("components")
+        .join(format!("{}.wasm", toolhost_registry::digest_hex(&locked_component(second))));
+    assert_eq!(std::fs::read(stored).unwrap(), guests::NOOP);
+}
