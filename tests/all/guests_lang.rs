@@ -397,20 +397,21 @@ async fn the_three_languages_run_side_by_side_in_one_batch() {
 
 // --- `toolhost new`: every template builds and answers `toolhost call` -------------------------
 
-/// The `toolhost` binary of this build (built if needed; see cli.rs).
+/// The `toolhost` binary of this build (see `toolhost_tests::cli::binary`), and beside it the
+/// C build helper (`toolhost-guest-build`, built here: no wasmtime in it, so building it alone
+/// costs little).
 fn toolhost_binary() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
     let profile_dir = exe.parent().and_then(Path::parent).expect("target profile directory").to_path_buf();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = Command::new(cargo);
-    build.args(["build", "--quiet", "-p", "toolhost-cli", "-p", "toolhost-guest-build"]);
+    let mut build = toolhost_tests::cli::nested_cargo();
+    build.args(["build", "--quiet", "-p", "toolhost-guest-build"]);
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         build.arg("--release");
     }
     let status = build.current_dir(root).stdin(Stdio::null()).status().expect("run cargo");
-    assert!(status.success(), "cannot build toolhost-cli");
-    profile_dir.join("toolhost")
+    assert!(status.success(), "cannot build toolhost-guest-build");
+    toolhost_tests::cli::binary().to_path_buf()
 }
 
 /// `toolhost new --lang LANG NAME`, then the project's `./build.sh` (with `env`), then a call

@@ -5,8 +5,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-/// The `toolhost` binary of this build, built once per test process (`cargo build` is quick
-/// when it is up to date, and makes sure the binary is not older than the sources).
+/// The `toolhost` binary of this build, brought up to date once per test process.
+///
+/// Built as `cargo test --workspace` builds it (`host/cli/tests/binary.rs` makes it part of the
+/// test build), not with `cargo build -p toolhost-cli`: that one resolves dependency features
+/// for the CLI alone, which differ (tokio, libc, rustls …) and would compile wasmtime a second
+/// time. Under `cargo test --workspace` this is a quick no-op.
 pub fn binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -15,13 +19,12 @@ pub fn binary() -> &'static Path {
         let profile_dir = exe.parent().and_then(Path::parent).expect("target profile directory");
         let bin = profile_dir.join(format!("toolhost{}", std::env::consts::EXE_SUFFIX));
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args(["build", "--quiet", "-p", "toolhost-cli"]);
+        let mut build = nested_cargo();
+        build.args(["test", "--workspace", "--no-run", "--quiet"]);
         if profile_dir.file_name().is_some_and(|n| n == "release") {
             build.arg("--release");
         }
-        let status = build.current_dir(root).stdin(Stdio::null()).status();
+        let status = build.current_dir(root).stdin(Stdio::null()).stdout(Stdio::null()).status();
         match status {
             Ok(s) if s.success() => {}
             other => {
@@ -31,6 +34,33 @@ pub fn binary() -> &'static Path {
         assert!(bin.is_file(), "{} does not exist after building toolhost-cli", bin.display());
         bin
     })
+}
+
+/// `cargo`, for a build started from inside a test, without the variables cargo set for the test
+/// process (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, `OUT_DIR` …): build scripts that watch them
+/// (ring's does) would otherwise see them change and rebuild their crates, and everything above,
+/// at every alternation with a build started from a shell.
+pub fn nested_cargo() -> Command {
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        let set_for_the_test = [
+            "CARGO_MANIFEST_",
+            "CARGO_PKG_",
+            "CARGO_BIN_",
+            "CARGO_CRATE_",
+            "CARGO_PRIMARY_",
+            "CARGO_TARGET_TMPDIR",
+            "CARGO_RUSTC_CURRENT_DIR",
+        ]
+        .iter()
+        .any(|p| key.starts_with(p))
+            || key == "OUT_DIR";
+        if set_for_the_test {
+            cargo.env_remove(key.as_ref());
+        }
+    }
+    cargo
 }
 
 /// One compile cache for every test in this process: only the first run compiles the tools.
