@@ -78,17 +78,18 @@ impl std::fmt::Debug for Source {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PermissionsConfig {
-    /// `default`, `accept-edits`, `bypass`, `dont-ask` or `plan`.
-    pub mode: Option<Spanned<String>>,
-    /// Calls allowed without asking.
+    /// `default`, `accept-edits`, `bypass`, `dont-ask` or `plan` (a value that is none of
+    /// them is an error at its position, never a default).
+    pub mode: Option<Spanned<Mode>>,
+    /// Calls allowed without asking (each rule parsed as the file is read).
     #[serde(default)]
-    pub allow: Vec<Spanned<String>>,
+    pub allow: Vec<Spanned<Rule>>,
     /// Calls that need a person's yes.
     #[serde(default)]
-    pub ask: Vec<Spanned<String>>,
+    pub ask: Vec<Spanned<Rule>>,
     /// Calls refused.
     #[serde(default)]
-    pub deny: Vec<Spanned<String>>,
+    pub deny: Vec<Spanned<Rule>>,
     /// Gitignore-style patterns ([`PathPattern`]) of files other programs run, on top of
     /// [`crate::DEFAULT_ASK_BEFORE_WRITING`]: a tool's write to one needs a person's yes for
     /// that very call, in every mode (see [`crate::PathPolicy::ask_before_writing`]).
@@ -97,9 +98,9 @@ pub struct PermissionsConfig {
 }
 
 impl PermissionsConfig {
-    /// The mode (checked at parse time; `default` when absent).
+    /// The mode (`default` when absent).
     pub fn mode(&self) -> Mode {
-        self.mode.as_ref().and_then(|m| m.get_ref().parse().ok()).unwrap_or_default()
+        self.mode.as_ref().map_or(Mode::Default, |m| *m.get_ref())
     }
 
     /// The extra ask-before-writing patterns as written (checked at parse time), for
@@ -108,10 +109,10 @@ impl PermissionsConfig {
         self.protected.iter().map(|p| p.get_ref().as_str()).collect()
     }
 
-    /// The rules (checked at parse time).
+    /// The rules.
     pub fn rules(&self) -> Rules {
-        let parse = |v: &[Spanned<String>]| v.iter().filter_map(|r| r.get_ref().parse::<Rule>().ok()).collect();
-        Rules { allow: parse(&self.allow), ask: parse(&self.ask), deny: parse(&self.deny) }
+        let all = |v: &[Spanned<Rule>]| v.iter().map(|r| r.get_ref().clone()).collect();
+        Rules { allow: all(&self.allow), ask: all(&self.ask), deny: all(&self.deny) }
     }
 }
 
@@ -191,8 +192,9 @@ impl HooksConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HookConfig {
-    /// Which tools it applies to (see [`HookMatcher`]); absent = every tool.
-    pub matcher: Option<Spanned<String>>,
+    /// Which tools it applies to (see [`HookMatcher`]; compiled as the file is read); absent =
+    /// every tool.
+    pub matcher: Option<Spanned<HookMatcher>>,
     /// A shell command, run by `sh -c` in the workspace.
     pub command: Spanned<String>,
     /// How long it may run (default 60 000).
@@ -203,9 +205,9 @@ impl HookConfig {
     /// Default hook timeout.
     pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 
-    /// The matcher (checked at parse time).
+    /// The matcher (every tool when absent).
     pub fn matcher(&self) -> HookMatcher {
-        self.matcher.as_ref().and_then(|m| m.get_ref().parse().ok()).unwrap_or(HookMatcher::All)
+        self.matcher.as_ref().map_or(HookMatcher::All, |m| m.get_ref().clone())
     }
 
     /// The timeout in milliseconds.
@@ -674,12 +676,25 @@ impl Checker<'_> {
             DeValue::Array(array) => {
                 let mut kept = array.clone();
                 let (mut blamed, mut dropped) = (false, false);
+                // Whether an array is welcome here at all (empty, it fails at itself if not).
+                let empty = wrap(Spanned::new(span.clone(), DeValue::Array(DeArray::new())));
+                let array_welcome = de::<T>(empty).err().is_none_or(|e| e.span() != Some(span.clone()));
                 for (i, item) in array.iter().enumerate() {
                     let wrap_item = |v: Spanned<DeValue<'i>>| {
                         wrap(Spanned::new(span.clone(), DeValue::Array(DeArray::from_iter([v]))))
                     };
                     let Err(e) = de::<T>(wrap_item(item.clone())) else { continue };
                     if !within(&e, &extent(item)) {
+                        // A value made from a string (`try_from`: rules, modes, matchers) fails
+                        // at the array it is in, not at itself; alone in it, it is what failed.
+                        if array_welcome
+                            && e.span() == Some(span.clone())
+                            && !matches!(item.get_ref(), DeValue::Table(_) | DeValue::Array(_))
+                        {
+                            blamed = true;
+                            dropped = true;
+                            self.error(item.span().start, format!("{path}[{i}]: {}", e.message().trim()));
+                        }
                         continue;
                     }
                     blamed = true;
@@ -775,18 +790,6 @@ impl Checker<'_> {
             }
         }
         let p = &config.permissions;
-        if let Some(mode) = &p.mode
-            && let Err(e) = mode.get_ref().parse::<Mode>()
-        {
-            self.error(mode.span().start, format!("permissions.mode: {e}"));
-        }
-        for (key, rules) in [("allow", &p.allow), ("ask", &p.ask), ("deny", &p.deny)] {
-            for (i, rule) in rules.iter().enumerate() {
-                if let Err(e) = rule.get_ref().parse::<Rule>() {
-                    self.error(rule.span().start, format!("permissions.{key}[{i}]: {e}"));
-                }
-            }
-        }
         for (i, pattern) in p.protected.iter().enumerate() {
             if let Err(e) = PathPattern::new(pattern.get_ref()) {
                 self.error(pattern.span().start, format!("permissions.protected[{i}]: {e}"));
@@ -799,11 +802,6 @@ impl Checker<'_> {
             ("post_tool_use_failure", &h.post_tool_use_failure),
         ] {
             for (i, hook) in hooks.iter().enumerate() {
-                if let Some(m) = &hook.matcher
-                    && let Err(e) = m.get_ref().parse::<HookMatcher>()
-                {
-                    self.error(m.span().start, format!("hooks.{key}[{i}].matcher: {e}"));
-                }
                 if hook.command.get_ref().trim().is_empty() {
                     self.error(hook.command.span().start, format!("hooks.{key}[{i}].command: empty command"));
                 }
@@ -1071,12 +1069,13 @@ matcher = "Read"
             &errors("[limits]\nbogus = 1\nfuel = 0\n"),
             &[(2, 1, "limits.bogus: unknown field"), (3, 8, "limits.fuel: must be at least 1")],
         );
-        // A bad array element is reported at its index; the array's other elements are not
-        // checked (the array is left out whole, so indices stay those of the file).
+        // Each bad array element is reported at its index (the array is then left out whole,
+        // so indices stay those of the file).
         assert_errors(
             &errors("[permissions]\ndeny = [\"Read\", 3, \"Bash(\"]\nask = [\"(\"]\n"),
             &[
                 (2, 17, "permissions.deny[1]: invalid type: integer `3`, expected a string"),
+                (2, 20, "permissions.deny[2]: invalid permission rule \"Bash(\""),
                 (3, 8, "permissions.ask[0]: invalid permission rule"),
             ],
         );

@@ -5,7 +5,8 @@ use std::str::FromStr;
 /// A hook's `matcher`: empty or `*` matches every tool; names made only of `[A-Za-z0-9_|]`
 /// are an exact name or a `|`-separated list of exact names; anything else is a regular
 /// expression searched in the tool name (unanchored, as in Claude Code).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub enum HookMatcher {
     /// Every tool.
     All,
@@ -23,6 +24,13 @@ impl HookMatcher {
             HookMatcher::Names(names) => names.iter().any(|n| n == tool),
             HookMatcher::Regex(re) => re.is_match(tool),
         }
+    }
+}
+
+impl TryFrom<String> for HookMatcher {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
     }
 }
 

@@ -20,7 +20,8 @@ use std::path::Path;
 use std::str::FromStr;
 
 /// One permission rule.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub struct Rule {
     /// The tool name it applies to.
     pub tool: String,
@@ -90,6 +91,13 @@ pub struct RuleError {
     pub rule: String,
     /// What is wrong with it.
     pub reason: String,
+}
+
+impl TryFrom<String> for Rule {
+    type Error = RuleError;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
 }
 
 impl FromStr for Rule {
@@ -223,7 +231,8 @@ pub enum Decision {
 }
 
 /// Permission modes (DESIGN §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub enum Mode {
     /// Read-only tools inside the workspace are allowed; everything else asks.
     #[default]
@@ -236,6 +245,13 @@ pub enum Mode {
     DontAsk,
     /// Only read-only tools run.
     Plan,
+}
+
+impl TryFrom<String> for Mode {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
 }
 
 impl FromStr for Mode {
