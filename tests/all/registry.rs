@@ -183,7 +183,7 @@ fn tampered_bytes_are_refused_in_the_registry_and_in_the_store() {
     std::fs::write(&stored, &bytes).unwrap();
     let o = own(&["--no-default-tools", "call", "Noop", "{}"]);
     assert_ne!(o.status.code(), Some(0));
-    assert!(stderr(&o).contains("digest mismatch"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("sha256 mismatch") && stderr(&o).contains("refusing to load it"), "{}", stderr(&o));
 
     // A `source` with no lock entry is never fetched at start: the error names the fix.
     std::fs::write(ws.join("toolhost.lock"), "version = 1\n").unwrap();

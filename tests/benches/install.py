@@ -10,8 +10,8 @@ target/guests/dataquery.wasm, the 18.5 MB Python tool) once with `toolhost publi
   add, empty cache     `toolhost add oci://…:1` in a new workspace with a new, empty
                        TOOLHOST_CACHE_DIR: fetch, digest checks, Cranelift compile, `schema`,
                        store, toolhost.toml and toolhost.lock (COLD_REPEATS runs)
-  add, warm cache      the same with the cache an earlier add filled: no compile, the schema
-                       answer read from the cache's record (WARM_REPEATS runs)
+  add, warm cache      the same with the cache an earlier add filled: no compile (the code and
+                       the `schema` answer come from the cache) (WARM_REPEATS runs)
   inspect, empty cache `toolhost inspect FILE` with an empty cache: read, compile, `schema`,
                        no network: the compile part of an add, for the breakdown
   publish              the first publish (empty cache: compile to check the tool, then push)
@@ -236,7 +236,7 @@ def run(tmp, addr):
     ]
     samples = {label: [] for label, _, _ in variants}
     call = ["call", name, INPUT]
-    for label, flags, ws in variants:  # once each, untimed: code and records in memory's way
+    for label, flags, ws in variants:  # once each, untimed: every file in the page cache
         timed([*flags, *call], warm_env, ws, "matched")
     for r in range(START_REPEATS):
         for k in range(len(variants)):

@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-/// The `toolhost` binary of this build, brought up to date once per test process.
+/// The `toolhost` binary of this build, brought up to date once per process.
 ///
-/// Built as `cargo test --workspace` builds it (`host/cli/tests/binary.rs` makes it part of the
-/// test build), not with `cargo build -p toolhost-cli`: that one resolves dependency features
-/// for the CLI alone, which differ (tokio, libc, rustls …) and would compile wasmtime a second
-/// time. Under `cargo test --workspace` this is a quick no-op.
+/// In tests, built as `cargo test --workspace` builds it (`host/cli/tests/binary.rs` makes it
+/// part of the test build), not with `cargo build -p toolhost-cli`: that one resolves dependency
+/// features for the CLI alone, which differ (tokio, libc, rustls …) and would compile wasmtime a
+/// second time. Under `cargo test --workspace` this is a quick no-op. In benchmarks (the release
+/// profile), the binary of the README's `cargo build --release`, the one people run.
 pub fn binary() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -20,9 +21,10 @@ pub fn binary() -> &'static Path {
         let bin = profile_dir.join(format!("toolhost{}", std::env::consts::EXE_SUFFIX));
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
         let mut build = nested_cargo();
-        build.args(["test", "--workspace", "--no-run", "--quiet"]);
         if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
+            build.args(["build", "--release", "--quiet", "-p", "toolhost-cli"]);
+        } else {
+            build.args(["test", "--workspace", "--no-run", "--quiet"]);
         }
         let status = build.current_dir(root).stdin(Stdio::null()).stdout(Stdio::null()).status();
         match status {

@@ -109,8 +109,7 @@ pub fn signer(config: &Config, source: &ToolRef, entry: &LockedTool) -> Result<S
 /// The bytes of an installed tool, ready to load: everything in the lock checked first (the
 /// entry is there and is for this source; its signature verifies and `[trust]` accepts it;
 /// the grant is no wider than the one locked, or only a warning without `--locked`), then
-/// read from the store by digest, pinned so the loader checks the sha256 again before
-/// compiling.
+/// read from the store by digest, pinned so the loader checks the sha256 before compiling.
 pub fn tool_source(
     args: &GlobalArgs,
     config: &Config,
@@ -151,9 +150,8 @@ pub fn tool_source(
         }
         eprintln!("warning: {message}");
     }
-    let bytes = store()?.get(&entry.component).with_context(|| format!("tools.{name}"))?;
-    let hex = toolhost_registry::digest_hex(&entry.component).to_string();
-    Ok(ToolSource::bytes(entry.resolved.clone(), bytes).with_sha256(hex).renamed(name))
+    let source = store()?.source(&entry.component, &entry.resolved).with_context(|| format!("tools.{name}"))?;
+    Ok(source.renamed(name))
 }
 
 /// The lock that goes with the config in use (empty without one).
