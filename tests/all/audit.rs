@@ -220,3 +220,34 @@ fn a_hook_block_and_an_unanswered_ask_are_logged_with_what_decided() {
     assert_eq!(find(&log, "call", "ask1")["outcome"], "permission_denied");
     assert_eq!(fs::read_to_string(ws.path().join("a.txt")).unwrap(), "hello\n");
 }
+
+#[test]
+fn a_trap_and_an_ask_answered_on_a_terminal_are_logged() {
+    let ws = workspace();
+    fs::write(ws.path().join("a.txt"), "hello\n").unwrap();
+    fs::create_dir(ws.path().join("tools")).unwrap();
+    fs::write(ws.path().join("tools/panic.wasm"), guests::PANIC).unwrap();
+    fs::write(ws.path().join("toolhost.toml"), "[audit]\nfile = \"audit.jsonl\"\n").unwrap();
+
+    // A tool that panics (a trap of the guest): its call line says how it ended.
+    let o = toolhost_tests::cli::run(
+        ws.path(),
+        &["--tools", "tools", "--permission-mode", "bypass", "call", "Panic", "{}"],
+    );
+    assert_exit(&o, 1);
+    let log = lines(&ws.path().join("audit.jsonl"));
+    let call = log.iter().find(|l| l["kind"] == "call" && l["tool"] == "Panic").unwrap_or_else(|| panic!("{log:?}"));
+    assert_eq!(call["outcome"], "panic", "{call}");
+    assert!(call["digest"].as_str().is_some_and(|d| d.len() == 64), "{call}");
+
+    // An ask answered "allow once" by a person at a terminal.
+    let write = r#"{"file_path":"new.txt","content":"yes\n"}"#;
+    let (code, screen) = toolhost_tests::cli::run_on_a_terminal(ws.path(), |_| {}, &["call", "Write", write], "1\n");
+    assert_eq!(code, 0, "{screen}");
+    assert_eq!(fs::read_to_string(ws.path().join("new.txt")).unwrap(), "yes\n");
+    let log = lines(&ws.path().join("audit.jsonl"));
+    let ask = log.iter().find(|l| l["kind"] == "decision" && l["tool"] == "Write").unwrap_or_else(|| panic!("{log:?}"));
+    assert_eq!((ask["decision"].as_str(), ask["answer"].as_str()), (Some("ask"), Some("allow_once")), "{ask}");
+    let call = log.iter().find(|l| l["kind"] == "call" && l["tool"] == "Write").unwrap();
+    assert_eq!(call["outcome"], "success", "{call}");
+}
