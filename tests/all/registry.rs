@@ -5,27 +5,13 @@
 
 use std::path::Path;
 use std::process::Output;
-use toolhost_tests::cli::{self, stderr, stdout};
+use toolhost_tests::cli::{self, fails, ok, stderr};
 use toolhost_tests::guests;
 use toolhost_tests::registry::Registry;
 
 /// `toolhost ARGS…` in `ws`, never in `--locked` mode unless asked (CI sets CI=true).
 fn th(ws: &Path, args: &[&str]) -> Output {
     cli::command(ws).env_remove("CI").args(args).stdin(std::process::Stdio::null()).output().expect("run toolhost")
-}
-
-#[track_caller]
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), stdout(o), stderr(o));
-    stdout(o)
-}
-
-#[track_caller]
-fn fails(o: &Output, needle: &str) -> String {
-    let all = format!("{}{}", stdout(o), stderr(o));
-    assert_eq!(o.status.code(), Some(2), "expected exit 2 with {needle:?}\n{all}");
-    assert!(all.contains(needle), "expected {needle:?} in:\n{all}");
-    all
 }
 
 fn write(ws: &Path, name: &str, bytes: &[u8]) -> String {
@@ -37,12 +23,17 @@ fn lock(ws: &Path) -> String {
     std::fs::read_to_string(ws.join("toolhost.lock")).unwrap_or_default()
 }
 
-/// The `component = "…"` of the lock entry (there is one tool in these tests' locks).
-fn locked_component(ws: &Path) -> String {
+/// The value of `key` in the lock entry (there is one tool in these tests' locks).
+fn locked(ws: &Path, key: &str) -> String {
     let lock = lock(ws);
-    let line =
-        lock.lines().find(|l| l.starts_with("component = ")).unwrap_or_else(|| panic!("no component in\n{lock}"));
-    line.trim_start_matches("component = ").trim_matches('"').to_string()
+    let prefix = format!("{key} = ");
+    let line = lock.lines().find(|l| l.starts_with(&prefix)).unwrap_or_else(|| panic!("no {key} in\n{lock}"));
+    line.trim_start_matches(&prefix).trim_matches('"').to_string()
+}
+
+/// The `component = "…"` of the lock entry.
+fn locked_component(ws: &Path) -> String {
+    locked(ws, "component")
 }
 
 #[test]
@@ -249,13 +240,6 @@ fn artifacts_of_the_wkg_client_install_and_ours_read_back_with_it() {
     assert_eq!(image.layers[0].data, guests::PROBE);
 }
 
-/// The resolved reference of the lock entry (there is one tool in these tests' locks).
-fn locked_resolved(ws: &Path) -> String {
-    let lock = lock(ws);
-    let line = lock.lines().find(|l| l.starts_with("resolved = ")).unwrap_or_else(|| panic!("no resolved in\n{lock}"));
-    line.trim_start_matches("resolved = ").trim_matches('"').to_string()
-}
-
 #[test]
 fn a_version_requirement_installs_and_updates_within_it() {
     let Some(registry) = Registry::start() else { return };
@@ -287,10 +271,10 @@ fn a_version_requirement_installs_and_updates_within_it() {
     // A newer 1.x: drift under --locked, taken by update; 2.0.0 never.
     ok(&th(ws, &["publish", &noop, &format!("{repo}:1.2.0")]));
     fails(&th(ws, &["--locked", "update"]), &format!("{repo}:1.2.0 now points to"));
-    assert!(locked_resolved(ws).contains(":v1.1.0@"), "{}", locked_resolved(ws));
+    assert!(locked(ws, "resolved").contains(":v1.1.0@"), "{}", locked(ws, "resolved"));
     let out = ok(&th(ws, &["update"]));
     assert!(out.contains("Thing: up to date") && out.contains(":1.2.0@"), "the same bytes: nothing to ask: {out}");
-    assert!(locked_resolved(ws).contains(":1.2.0@"), "{}", locked_resolved(ws));
+    assert!(locked(ws, "resolved").contains(":1.2.0@"), "{}", locked(ws, "resolved"));
 
     // The requirement changed by hand: a start refuses until update locks it; 2.0.0 widens.
     std::fs::write(ws.join("toolhost.toml"), config.replace("^1", "^2")).unwrap();
@@ -299,7 +283,7 @@ fn a_version_requirement_installs_and_updates_within_it() {
     assert!(stderr(&o).contains("the version requirement is ^2, but toolhost.lock has ^1"), "{}", stderr(&o));
     fails(&th(ws, &["update", "Thing"]), "--accept-capabilities");
     ok(&th(ws, &["update", "Thing", "--accept-capabilities"]));
-    assert!(locked_resolved(ws).contains(":2.0.0@"), "{}", locked_resolved(ws));
+    assert!(locked(ws, "resolved").contains(":2.0.0@"), "{}", locked(ws, "resolved"));
     assert_eq!(locked_component(ws), toolhost_registry::digest_of(guests::PROBE));
 }
 

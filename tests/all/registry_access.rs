@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Output;
-use toolhost_tests::cli::{self, run_on_a_terminal, stderr, stdout};
+use toolhost_tests::cli::{self, fails, ok, run_on_a_terminal};
 use toolhost_tests::guests;
 use toolhost_tests::registry::{HTPASSWD, Options, PASSWORD, Registry};
 use toolhost_tests::server::TestCa;
@@ -20,20 +20,6 @@ fn th(ws: &Path, docker: Option<&Path>, args: &[&str]) -> Output {
         c.env("DOCKER_CONFIG", dir);
     }
     c.output().expect("run toolhost")
-}
-
-#[track_caller]
-fn ok(o: &Output) -> String {
-    assert!(o.status.success(), "exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), stdout(o), stderr(o));
-    stdout(o)
-}
-
-#[track_caller]
-fn fails(o: &Output, needle: &str) -> String {
-    let all = format!("{}{}", stdout(o), stderr(o));
-    assert_ne!(o.status.code(), Some(0), "expected a failure with {needle:?}\n{all}");
-    assert!(all.contains(needle), "expected {needle:?} in:\n{all}");
-    all
 }
 
 fn lock(ws: &Path) -> String {

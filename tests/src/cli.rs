@@ -91,6 +91,22 @@ pub fn command(ws: &Path) -> Command {
     c
 }
 
+/// The standard output of a run that must have succeeded (else a failure showing both outputs).
+#[track_caller]
+pub fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "exit {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), stdout(o), stderr(o));
+    stdout(o)
+}
+
+/// Both outputs of a run that must have failed as a command fails (exit 2) saying `needle`.
+#[track_caller]
+pub fn fails(o: &Output, needle: &str) -> String {
+    let all = format!("{}{}", stdout(o), stderr(o));
+    assert_eq!(o.status.code(), Some(2), "expected exit 2 with {needle:?}\n{all}");
+    assert!(all.contains(needle), "expected {needle:?} in:\n{all}");
+    all
+}
+
 /// `toolhost --workspace WS ARGS…` with `stdin` as its standard input.
 pub fn run_with_stdin(ws: &Path, args: &[&str], stdin: &str) -> Output {
     let mut child = command(ws)
