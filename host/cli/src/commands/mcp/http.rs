@@ -131,6 +131,12 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
                 continue;
             }
         };
+        // An answer leaves in two writes (the event stream's first event, then the message):
+        // with Nagle's algorithm the second waits for the client's delayed ACK, 40 ms on every
+        // call of a kept-alive connection.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY: {e}");
+        }
         let service = service.clone();
         let token = token.clone();
         tokio::spawn(async move {
