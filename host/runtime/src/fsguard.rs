@@ -313,6 +313,10 @@ fn plain_relative(rel: &str) -> Option<(&Path, &std::ffi::OsStr)> {
 impl GuardedFs<'_> {
     /// The real path of the directory at `path`, remembered for the call (and so is its
     /// absence).
+    ///
+    /// From its parent's real path (remembered, or found the same way) and one `lstat` when
+    /// the last name is a plain directory; `realpath` (a `readlink` per component) only for a
+    /// link, or a path with `.` or `..` in it.
     fn real_dir(&mut self, path: &Path) -> Option<PathBuf> {
         if let Some(p) = self.guard.resolved.get(path) {
             return Some(p.clone());
@@ -320,7 +324,30 @@ impl GuardedFs<'_> {
         if self.guard.missing.contains(path) {
             return None;
         }
-        let Ok(real) = std::fs::canonicalize(path) else {
+        let plain =
+            path.is_absolute() && path.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        let by_parent = match (plain, path.parent(), path.file_name()) {
+            (true, Some(parent), Some(name)) => match self.real_dir(parent) {
+                // A missing parent: missing too.
+                None => Err(()),
+                Some(real_parent) => {
+                    let candidate = real_parent.join(name);
+                    match std::fs::symlink_metadata(&candidate) {
+                        Ok(m) if m.is_dir() => Ok(Some(candidate)),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(()),
+                        // A link (followed by `realpath`), or not a directory.
+                        _ => Ok(None),
+                    }
+                }
+            },
+            _ => Ok(None),
+        };
+        let found = match by_parent {
+            Ok(Some(real)) => Ok(real),
+            Ok(None) => std::fs::canonicalize(path).map_err(|_| ()),
+            Err(()) => Err(()),
+        };
+        let Ok(real) = found else {
             if self.guard.missing.len() >= MAX_RESOLVED {
                 self.guard.missing.clear();
             }
@@ -381,9 +408,17 @@ impl GuardedFs<'_> {
     /// not followed or in a directory this call listed without meeting a link. Exact because nothing but this
     /// call's guest can change the tree during the call (calls beside it are read-only), and
     /// every change it makes through this guard forgets what was learned (`tree_changes`).
+    ///
+    /// `dir` is a directory descriptor's real path ([`GuardedFs::dir_of`]): a name directly in it
+    /// needs no resolution at all (a walk opens each directory it lists by its name, and a
+    /// `realpath` of each cost one `readlink` per path component).
     fn known_target(&mut self, dir: &Path, rel: &str, follow: bool) -> Option<PathBuf> {
         let (parent, name) = plain_relative(rel)?;
-        let real_parent = self.real_dir(&dir.join(parent))?;
+        let real_parent = if parent.components().all(|c| c == Component::CurDir) {
+            dir.to_path_buf()
+        } else {
+            self.real_dir(&dir.join(parent))?
+        };
         (!follow || self.guard.linkless.contains(&real_parent)).then(|| real_parent.join(name))
     }
 
