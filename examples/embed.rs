@@ -6,7 +6,7 @@
 
 use serde_json::json;
 use std::sync::Arc;
-use toolhost::{Event, Runtime, Session, ToolUse};
+use toolhost::{CallOptions, Event, Runtime, Session, ToolUse};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,7 +33,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ToolUse::new("toolu_3", "Read", json!({"file_path": 42})),
         ToolUse::new("toolu_4", "Nope", json!({})),
     ];
-    let results = runtime.run_batch(&Session::new(), &turn).await;
+    let results = runtime.run_batch(&Session::new(), &turn, CallOptions::new()).await;
     let message = json!({ "role": "user", "content": results });
     println!("{}", serde_json::to_string_pretty(&message)?);
     Ok(())

@@ -49,7 +49,7 @@ async fn results_come_back_in_tool_use_order_and_context_flows_between_batches()
         call("r2", "Read", json!({"file_path": "a.txt"})),
         call("x1", "Nope", json!({})),
     ];
-    let results = rt.run_batch(&Session::new(), &calls).await;
+    let results = rt.run_batch(&Session::new(), &calls, toolhost::CallOptions::new()).await;
     let ids: Vec<&str> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
     assert_eq!(ids, ["r1", "g1", "e1", "r2", "x1"]);
     // The parallel Read's context update was applied after its batch, before the Edit.
@@ -77,7 +77,7 @@ async fn a_parallel_batch_never_runs_more_than_max_concurrency_calls_at_once() {
     });
     let rt = runtime_with(ws.path(), 2, Some(sink)).await;
     let calls: Vec<ToolUse> = (0..6).map(|i| call(&format!("s{i}"), "Sleep", json!({"ms": 50}))).collect();
-    let results = rt.run_batch(&Session::new(), &calls).await;
+    let results = rt.run_batch(&Session::new(), &calls, toolhost::CallOptions::new()).await;
     assert!(results.iter().all(|r| r.outcome == OutcomeKind::Success), "{results:?}");
     assert_eq!(results.iter().map(|r| r.tool_use_id.clone()).collect::<Vec<_>>(), ["s0", "s1", "s2", "s3", "s4", "s5"]);
     let peak = peak.load(Ordering::SeqCst);
@@ -92,7 +92,7 @@ async fn a_trap_in_one_parallel_call_leaves_its_siblings_intact() {
     let rt = runtime_with(ws.path(), 10, None).await;
     let read = |id: &str| call(id, "Probe", json!({"op": "read", "path": "f.txt", "claim_safe": true}));
     let calls = [read("a"), call("b", "Probe", json!({"op": "panic", "claim_safe": true})), read("c")];
-    let results = rt.run_batch(&Session::new(), &calls).await;
+    let results = rt.run_batch(&Session::new(), &calls, toolhost::CallOptions::new()).await;
     assert_eq!(results[1].outcome, OutcomeKind::Panic, "{}", results[1].text());
     assert!(results[1].text().contains("probe panicked on request"));
     for r in [&results[0], &results[2]] {
@@ -109,14 +109,14 @@ async fn a_tool_that_lies_about_being_concurrency_safe_cannot_write() {
         call(id, "Probe", json!({"op": "write", "path": file, "content": "x", "claim_safe": claim_safe}))
     };
     // Two claimed-safe writers form a parallel batch: their grants are read-only.
-    let results = rt.run_batch(&Session::new(), &[write("w1", "one.txt", true), write("w2", "two.txt", true)]).await;
+    let results = rt.run_batch(&Session::new(), &[write("w1", "one.txt", true), write("w2", "two.txt", true)], toolhost::CallOptions::new()).await;
     for r in &results {
         assert_eq!(r.outcome, OutcomeKind::Denied, "{}", r.text());
         assert!(r.is_error);
     }
     assert!(!ws.path().join("one.txt").exists() && !ws.path().join("two.txt").exists());
     // The same write, honestly unsafe, runs alone with its full grant.
-    let results = rt.run_batch(&Session::new(), &[write("w3", "three.txt", false)]).await;
+    let results = rt.run_batch(&Session::new(), &[write("w3", "three.txt", false)], toolhost::CallOptions::new()).await;
     assert_eq!(results[0].outcome, OutcomeKind::Success, "{}", results[0].text());
     assert_eq!(std::fs::read_to_string(ws.path().join("three.txt")).unwrap(), "x");
 }
@@ -128,7 +128,7 @@ async fn context_updates_of_a_parallel_batch_apply_after_it_in_model_order() {
     let session = Session::new();
     let set = |id: &str, value: &str| call(id, "Ctx", json!({"set": "k", "value": value, "get": "k", "safe": true}));
     // Whichever call finishes first, the updates apply in model order: the last one wins.
-    let results = rt.run_batch(&session, &[set("c1", "first"), set("c2", "second"), set("c3", "third")]).await;
+    let results = rt.run_batch(&session, &[set("c1", "first"), set("c2", "second"), set("c3", "third")], toolhost::CallOptions::new()).await;
     // Inside the batch every call saw the context as it was before the batch.
     for r in &results {
         assert_eq!(r.text(), "none", "{r:?}");
@@ -139,6 +139,7 @@ async fn context_updates_of_a_parallel_batch_apply_after_it_in_model_order() {
         .run_batch(
             &session,
             &[call("c4", "Ctx", json!({"set": "k", "value": "fourth"})), call("c5", "Ctx", json!({"get": "k"}))],
+            toolhost::CallOptions::new(),
         )
         .await;
     assert_eq!(results[1].text(), "\"fourth\"");
@@ -153,7 +154,7 @@ async fn duplicate_ids_are_refused_and_every_call_still_gets_a_result() {
         call("same", "Sleep", json!({"ms": 1})),
         call("bad", "Sleep", json!({"ms": "x"})),
     ];
-    let results = rt.run_batch(&Session::new(), &calls).await;
+    let results = rt.run_batch(&Session::new(), &calls, toolhost::CallOptions::new()).await;
     assert_eq!(results.len(), 3);
     assert_eq!(results[0].outcome, OutcomeKind::Success);
     assert!(results[1].is_error && results[1].text().contains("duplicate tool_use id"), "{}", results[1].text());
@@ -195,7 +196,7 @@ async fn abort_mid_batch_interrupts_running_calls_and_answers_every_call() {
         call("w1", "Probe", json!({"op": "write", "path": "b.txt", "content": "never"})),
         call("r1", "Read", json!({"file_path": "a.txt"})),
     ];
-    let results = rt.run_batch_cancellable(&Session::new(), &calls, &cancel).await;
+    let results = rt.run_batch(&Session::new(), &calls, toolhost::CallOptions::new().cancel(cancel.clone())).await;
     assert_eq!(results.iter().map(|r| r.tool_use_id.as_str()).collect::<Vec<_>>(), ["s1", "s2", "w1", "r1"]);
     for r in &results {
         assert_eq!(r.outcome, OutcomeKind::Interrupted, "{r:?}");
@@ -220,7 +221,7 @@ async fn streamed_calls_start_before_the_turn_is_complete() {
     let session = Session::new();
     let cancel = toolhost::CancellationToken::new();
     let mut emitted = Vec::new();
-    let driver = rt.run_turn(&session, rx, &cancel, |r| emitted.push(r));
+    let driver = rt.run_turn(&session, rx, toolhost::CallOptions::new().cancel(cancel.clone()), |r| emitted.push(r));
     let feeder = async {
         tx.send(toolhost::Submission::Call(call("first", "Sleep", json!({"ms": 1})))).await.unwrap();
         // The first call starts while the turn is still open: the feeder waits for it.
@@ -253,7 +254,7 @@ async fn an_unsafe_call_runs_alone_between_the_safe_groups_around_it() {
         sleep("b1"),
         sleep("b2"),
     ];
-    let results = rt.run_batch(&Session::new(), &calls).await;
+    let results = rt.run_batch(&Session::new(), &calls, toolhost::CallOptions::new()).await;
     assert!(results.iter().all(|r| r.outcome == OutcomeKind::Success), "{results:?}");
     let log = log.lock().unwrap().clone();
     let at = |entry: &str| log.iter().position(|e| e == entry).unwrap_or_else(|| panic!("{entry} missing: {log:?}"));

@@ -11,7 +11,7 @@ use toolhost_tests::{call, guests, workspace};
 /// A runtime over `ws` caching in `cache_dir`, with a fresh engine, like a fresh process: an
 /// engine also remembers what it compiled in memory, which would hide the disk cache.
 fn runtime(ws: &Path, cache_dir: &Path) -> Runtime {
-    let engine = ToolEngine::new(&EngineOptions { pooling: false, ..Default::default() }).expect("engine");
+    let engine = ToolEngine::new(&EngineOptions::default().pooling(false)).expect("engine");
     Runtime::builder()
         .permission_mode(toolhost::policy::Mode::Bypass)
         .engine(engine)

@@ -192,11 +192,17 @@ fn list_shows_the_default_grant_the_ceiling_cut_and_refuses_a_config_grant_beyon
     };
     let glob = section("Glob");
     assert!(
-        glob.contains(&format!("  grant (default): fs-write({})", ws_path.display())),
-        "the grant the ceiling cut is shown:\n{glob}"
+        glob.contains(&format!(
+            "  gets: fs-read({ws}): the default grant, fs-write({ws}), narrowed to reading (a read-only tool) and to its ceiling",
+            ws = ws_path.display()
+        )),
+        "what the tool gets, the grant the ceiling cut and why:\n{glob}"
     );
     let write = section("Write");
-    assert!(!write.contains("grant ("), "a grant that took effect as written is not repeated:\n{write}");
+    assert!(
+        write.contains(&format!("  gets: fs-write({}) (the default grant)", ws_path.display())),
+        "a grant that took effect as written is shown once, with where it came from:\n{write}"
+    );
 }
 
 #[test]
@@ -270,5 +276,9 @@ fn list_shows_network_ceilings_and_grants() {
     let text = stdout(&o);
     let section = text.split("\n\n").find(|s| s.starts_with("WebFetch ")).expect("WebFetch is listed");
     assert!(section.contains("ceiling: net(*)"), "{section}");
-    assert!(!section.contains("granted: net"), "{section}");
+    assert!(
+        section.contains("  gets: nothing: the default grant, fs-write(")
+            && section.contains("is outside its ceiling; grant what it needs in [tools.WebFetch] grant"),
+        "{section}"
+    );
 }

@@ -514,7 +514,7 @@ async fn default_runtime_has_the_default_tools_and_answers_with_the_call_id() {
         ("x", "LS", json!({"path": "."})),
         ("", "Glob", json!({"pattern": "*.txt"})),
     ] {
-        let r = rt.call(&session, &ToolUse::new(id, name, input)).await;
+        let r = rt.call(&session, &ToolUse::new(id, name, input), toolhost::CallOptions::new()).await;
         assert_eq!(r.tool_use_id, id);
         ok(&r);
     }

@@ -130,7 +130,7 @@ async fn declares_a_read_only_workspace_tool(file: &str, tool: &str, input: Valu
     assert_eq!(info.capabilities, [Capability::FsRead(".".into())]);
     assert_eq!(info.input_schema["type"], "object");
     assert_eq!(info.input_schema["required"], json!(["path"]));
-    assert!(rt.is_concurrency_safe(&ToolUse::new("t", tool, input)).await, "{tool} is concurrency-safe");
+    assert!(rt.check(ToolUse::new("t", tool, input)).await.is_concurrency_safe(), "{tool} is concurrency-safe");
 }
 
 // --- Python: DataQuery -----------------------------------------------------------------------
@@ -387,7 +387,7 @@ async fn the_three_languages_run_side_by_side_in_one_batch() {
         ToolUse::new("b", "MarkdownOutline", json!({"path": "doc.md"})),
         ToolUse::new("c", "WordCount", json!({"path": "notes"})),
     ];
-    let results = rt.run_batch(&Session::new(), &calls).await;
+    let results = rt.run_batch(&Session::new(), &calls, toolhost::CallOptions::new()).await;
     let ids: Vec<_> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
     assert_eq!(ids, ["a", "b", "c"]);
     for r in &results {

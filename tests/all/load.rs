@@ -177,7 +177,7 @@ async fn compiled_components_are_cached_on_disk() {
     // compiled in memory, which would hide the disk cache.
     let with_cache = || {
         let engine =
-            toolhost::ToolEngine::new(&toolhost::EngineOptions { pooling: false, ..Default::default() }).unwrap();
+            toolhost::ToolEngine::new(&toolhost::EngineOptions::default().pooling(false)).unwrap();
         Runtime::builder()
             .permission_mode(toolhost::policy::Mode::Bypass)
             .engine(engine)

@@ -6,6 +6,7 @@ mod audit;
 mod batch;
 mod boundary;
 mod cache;
+mod call_options;
 mod cli;
 mod config;
 mod default_tools;

@@ -175,7 +175,7 @@ async fn parallel_calls_are_asked_one_at_a_time_and_always_covers_the_rest() {
             ToolUse::new(format!("toolu_{i}"), "Read", json!({"file_path": p}))
         })
         .collect();
-    let results = rt.run_batch(&Session::new(), &calls).await;
+    let results = rt.run_batch(&Session::new(), &calls, toolhost::CallOptions::new()).await;
     for r in &results {
         assert!(!r.is_error, "{}", r.text());
     }

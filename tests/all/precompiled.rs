@@ -52,7 +52,7 @@ async fn the_default_tools_run_on_an_empty_cache_without_compiling() {
     let (ws, cache) = (workspace(), workspace());
     let cache_dir = cache.path().join("cache");
     for pooling in [false, true] {
-        let mut rt = runtime(ws.path(), &cache_dir, EngineOptions { pooling, ..EngineOptions::default() });
+        let mut rt = runtime(ws.path(), &cache_dir, EngineOptions::default().pooling(pooling));
         read_and_grep_work(&mut rt, ws.path()).await;
         // Nothing was compiled, so nothing was written: the cache holds what loading learned
         // (the schemas), not code.
@@ -66,7 +66,7 @@ async fn an_engine_configured_otherwise_compiles_the_default_tools() {
     let (ws, cache) = (workspace(), workspace());
     let cache_dir = cache.path().join("cache");
     let mut rt =
-        runtime(ws.path(), &cache_dir, EngineOptions { pooling: false, fuel: true, ..EngineOptions::default() });
+        runtime(ws.path(), &cache_dir, EngineOptions::default().pooling(false).fuel(true));
     read_and_grep_work(&mut rt, ws.path()).await;
     assert_eq!(cwasm_files(&cache_dir).len(), toolhost_default_tools::TOOLS.len());
 }
@@ -87,7 +87,7 @@ async fn code_made_for_other_bytes_or_unusable_is_not_run() {
         ("other bytes", unsafe { ToolSource::bytes("noop.wasm", guests::NOOP).with_precompiled(read_sha, read_code) }),
     ];
     for (case, source) in cases {
-        let mut rt = runtime(ws.path(), &cache_dir, EngineOptions { pooling: false, ..EngineOptions::default() });
+        let mut rt = runtime(ws.path(), &cache_dir, EngineOptions::default().pooling(false));
         let name = rt.load(source).await.unwrap_or_else(|e| panic!("{case}: {e}"));
         assert_eq!(name, "Noop", "{case}");
         let result = call(&rt, &Session::new(), &name, json!({})).await;

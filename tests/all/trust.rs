@@ -19,7 +19,7 @@ fn runtime_with(ws: &Path, cfg: Config) -> Runtime {
 
 /// A fresh engine (as in a new process: nothing remembered in memory) over a compile cache.
 fn fresh_runtime(ws: &Path, cache: &Path, cfg: Config) -> Runtime {
-    let engine = toolhost::ToolEngine::new(&toolhost::EngineOptions { pooling: false, ..Default::default() }).unwrap();
+    let engine = toolhost::ToolEngine::new(&toolhost::EngineOptions::default().pooling(false)).unwrap();
     Runtime::builder()
         .permission_mode(Mode::Bypass)
         .engine(engine)
@@ -250,7 +250,7 @@ async fn a_session_context_has_a_bound() {
             )
         })
         .collect();
-    let results = rt.run_batch(&s, &calls).await;
+    let results = rt.run_batch(&s, &calls, toolhost::CallOptions::new()).await;
     assert!(s.context_bytes() <= 200, "{}", s.context_bytes());
     let refused = results.iter().filter(|r| r.is_error).count();
     let kept = (0..4).filter(|i| s.get(&ns, &format!("k{i}")).is_some()).count();

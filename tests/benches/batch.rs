@@ -31,7 +31,7 @@ fn peak_rss_kib() -> Option<u64> {
 async fn time_batch(rt: &Arc<Runtime>, batch: &[ToolUse]) -> Duration {
     let session = Session::new();
     let start = Instant::now();
-    let results = rt.run_batch(&session, batch).await;
+    let results = rt.run_batch(&session, batch, toolhost::CallOptions::new()).await;
     let elapsed = start.elapsed();
     assert!(results.iter().all(|r| !r.is_error), "{:?}", results.iter().find(|r| r.is_error));
     elapsed
@@ -41,7 +41,7 @@ async fn time_serial(rt: &Arc<Runtime>, batch: &[ToolUse]) -> Duration {
     let session = Session::new();
     let start = Instant::now();
     for call in batch {
-        assert!(!rt.call(&session, call).await.is_error);
+        assert!(!rt.call(&session, call, toolhost::CallOptions::new()).await.is_error);
     }
     start.elapsed()
 }

@@ -58,9 +58,9 @@ fn files(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("files_{label}"));
         group.measurement_time(Duration::from_secs(5));
         for (name, call) in &calls {
-            let first = rt.block_on(runtime.call(&session, call));
+            let first = rt.block_on(runtime.call(&session, call, toolhost::CallOptions::new()));
             assert!(!first.is_error, "{name}: {}", first.text());
-            group.bench_function(*name, |b| b.iter(|| rt.block_on(runtime.call(&session, call))));
+            group.bench_function(*name, |b| b.iter(|| rt.block_on(runtime.call(&session, call, toolhost::CallOptions::new()))));
         }
         group.finish();
     }

@@ -41,7 +41,7 @@ fn network(c: &mut Criterion) {
     let guest = ToolUse::new("toolu_net", "Net", json!({"op": "wasi_http", "url": url}));
     let fetch = ToolUse::new("toolu_fetch", "WebFetch", json!({"url": url}));
     for call in [&guest, &fetch] {
-        let first = rt.block_on(runtime.call(&session, call));
+        let first = rt.block_on(runtime.call(&session, call, toolhost::CallOptions::new()));
         assert!(!first.is_error, "{}", first.text());
     }
 
@@ -56,8 +56,8 @@ fn network(c: &mut Criterion) {
             assert!(response.ends_with(PAGE.as_bytes()));
         })
     });
-    group.bench_function("guest_wasi_http", |b| b.iter(|| rt.block_on(runtime.call(&session, &guest))));
-    group.bench_function("webfetch", |b| b.iter(|| rt.block_on(runtime.call(&session, &fetch))));
+    group.bench_function("guest_wasi_http", |b| b.iter(|| rt.block_on(runtime.call(&session, &guest, toolhost::CallOptions::new()))));
+    group.bench_function("webfetch", |b| b.iter(|| rt.block_on(runtime.call(&session, &fetch, toolhost::CallOptions::new()))));
     group.finish();
 }
 

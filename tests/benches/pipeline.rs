@@ -11,7 +11,7 @@ use toolhost::policy::Config;
 use toolhost::{EngineOptions, Runtime, Session, ToolEngine, ToolSource, ToolUse};
 
 fn runtime(rt: &tokio::runtime::Runtime, pooling: bool, ws: &std::path::Path) -> Runtime {
-    let engine = ToolEngine::new(&EngineOptions { pooling, ..EngineOptions::default() }).expect("engine");
+    let engine = ToolEngine::new(&EngineOptions::default().pooling(pooling)).expect("engine");
     assert_eq!(engine.is_pooled(), pooling, "the pooling allocator is available here");
     let mut runtime = Runtime::builder()
         .permission_mode(toolhost::policy::Mode::Bypass)
@@ -33,9 +33,9 @@ fn pipeline(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(5));
     for (label, pooling) in [("pooling", true), ("on_demand", false)] {
         let runtime = runtime(&rt, pooling, ws.path());
-        let first = rt.block_on(runtime.call(&session, &call));
+        let first = rt.block_on(runtime.call(&session, &call, toolhost::CallOptions::new()));
         assert!(!first.is_error, "{}", first.text());
-        group.bench_function(label, |b| b.iter(|| rt.block_on(runtime.call(&session, &call))));
+        group.bench_function(label, |b| b.iter(|| rt.block_on(runtime.call(&session, &call, toolhost::CallOptions::new()))));
     }
     group.bench_function("spawn_bin_true", |b| {
         b.iter(|| std::process::Command::new("/bin/true").status().expect("spawn /bin/true"))

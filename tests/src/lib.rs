@@ -22,7 +22,7 @@ pub mod guests {
 pub fn engine() -> ToolEngine {
     static ENGINE: OnceLock<ToolEngine> = OnceLock::new();
     ENGINE
-        .get_or_init(|| ToolEngine::new(&EngineOptions { fuel: true, ..EngineOptions::default() }).expect("engine"))
+        .get_or_init(|| ToolEngine::new(&EngineOptions::default().fuel(true)).expect("engine"))
         .clone()
 }
 
@@ -66,7 +66,7 @@ pub fn config(toml: &str) -> Config {
 pub async fn call(rt: &Runtime, session: &Session, tool: &str, input: serde_json::Value) -> ToolResult {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let id = format!("toolu_{}", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    let result = rt.call(session, &ToolUse::new(&id, tool, input)).await;
+    let result = rt.call(session, &ToolUse::new(&id, tool, input), toolhost::CallOptions::new()).await;
     assert_eq!(result.tool_use_id, id, "a result always carries its call's id");
     result
 }

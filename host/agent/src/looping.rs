@@ -496,7 +496,7 @@ impl Agent {
                 }
             }
         };
-        let run = self.runtime.run_turn(session, rx, &calls, |result| {
+        let run = self.runtime.run_turn(session, rx, toolhost::CallOptions::new().cancel(calls.clone()), |result| {
             let entry = started.lock().unwrap_or_else(|e| e.into_inner()).remove(&result.tool_use_id);
             if let Some((call, at)) = entry {
                 let elapsed = at.elapsed();

@@ -54,12 +54,12 @@ pub struct GlobalArgs {
     pub protect: Vec<(PathBuf, String)>,
 }
 
-fn parse_mode(s: &str) -> Result<toolhost_policy::Mode, String> {
+fn parse_mode(s: &str) -> Result<toolhost_policy::Mode, toolhost_policy::ModeError> {
     s.parse()
 }
 
-fn parse_rule(s: &str) -> Result<toolhost_policy::Rule, String> {
-    s.parse().map_err(|e: toolhost_policy::RuleError| e.to_string())
+fn parse_rule(s: &str) -> Result<toolhost_policy::Rule, toolhost_policy::RuleError> {
+    s.parse()
 }
 
 pub fn init_tracing(verbose: u8) {
@@ -119,7 +119,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
     let config = load_config(args)?;
     let (events, decider) = terminal_events_and_asks(verbose_events, None)?;
-    build_and_load(args, config, events, decider, false).await
+    build_and_load(args, config, events, decider, None, false).await
 }
 
 /// [`load`], also writing every event as a JSON line to `events_file` (start, progress and
@@ -127,7 +127,7 @@ pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
 pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_file: Option<&Path>) -> Result<Loaded> {
     let config = load_config(args)?;
     let (events, decider) = terminal_events_and_asks(verbose_events, events_file)?;
-    build_and_load(args, config, events, decider, true).await
+    build_and_load(args, config, events, decider, None, true).await
 }
 
 /// Events printed on stderr (and written to `events_file`), and asks on the terminal if there
@@ -152,14 +152,15 @@ pub fn live_progress() -> bool {
 }
 
 /// [`load`] for a command whose standard streams carry a protocol (`mcp`): events go only to
-/// `events`, and asks only to `decider` (never a terminal prompt).
+/// `events`, and asks only to the decider each call brings (never a terminal prompt); calls
+/// queue in `scheduler` when one is given (a reload keeps the queue of the runtime it replaces).
 pub async fn load_with(
     args: &GlobalArgs,
     events: toolhost::EventSink,
-    decider: Option<Arc<dyn toolhost::PermissionDecider>>,
+    scheduler: Option<Arc<toolhost::Scheduler>>,
 ) -> Result<Loaded> {
     let config = load_config(args)?;
-    build_and_load(args, config, events, decider, true).await
+    build_and_load(args, config, events, None, scheduler, true).await
 }
 
 async fn build_and_load(
@@ -167,6 +168,7 @@ async fn build_and_load(
     config: Config,
     events: toolhost::EventSink,
     decider: Option<Arc<dyn toolhost::PermissionDecider>>,
+    scheduler: Option<Arc<toolhost::Scheduler>>,
     pooling: bool,
 ) -> Result<Loaded> {
     let workspace = workspace(args)?;
@@ -206,6 +208,9 @@ async fn build_and_load(
     }
     if let Some(decider) = decider {
         builder = builder.decider(decider);
+    }
+    if let Some(scheduler) = scheduler {
+        builder = builder.scheduler(scheduler);
     }
     // What the host reads later and runs or trusts: no tool may change it (the MCP server
     // reloads exactly these).

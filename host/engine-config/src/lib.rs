@@ -18,8 +18,11 @@ use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
 /// way). Frame-pointer walks are cheap, and only a trap pays for one.
 pub const BACKTRACE_FRAMES: usize = 320;
 
-/// Engine settings. Defaults: pooling allocator on, no fuel, up to 4 GiB per memory.
+/// Engine settings. Defaults: pooling allocator on, no fuel, up to 4 GiB per memory. Built
+/// from the default with its setters (`EngineOptions::default().fuel(true)`), so settings added
+/// later break no caller.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EngineOptions {
     /// Use the pooling instance allocator (fast fresh instances). If the pool cannot be
     /// reserved (e.g. a small address-space ulimit), the engine falls back to on-demand.
@@ -35,6 +38,32 @@ pub struct EngineOptions {
 impl Default for EngineOptions {
     fn default() -> Self {
         EngineOptions { pooling: true, fuel: false, max_memory_mib: 4096, max_instances: 256 }
+    }
+}
+
+impl EngineOptions {
+    /// Whether to use the pooling instance allocator.
+    pub fn pooling(mut self, pooling: bool) -> Self {
+        self.pooling = pooling;
+        self
+    }
+
+    /// Whether to meter instructions (needed for `fuel` limits).
+    pub fn fuel(mut self, fuel: bool) -> Self {
+        self.fuel = fuel;
+        self
+    }
+
+    /// The largest memory limit any tool may be given, in MiB.
+    pub fn max_memory_mib(mut self, mib: u64) -> Self {
+        self.max_memory_mib = mib;
+        self
+    }
+
+    /// Instances that may be alive at once.
+    pub fn max_instances(mut self, n: u32) -> Self {
+        self.max_instances = n;
+        self
     }
 }
 

@@ -28,14 +28,25 @@ impl HookMatcher {
 }
 
 impl TryFrom<String> for HookMatcher {
-    type Error = String;
+    type Error = MatcherError;
     fn try_from(s: String) -> Result<Self, Self::Error> {
         s.parse()
     }
 }
 
+/// A hook matcher that is neither `*`, nor names joined by `|`, nor a regular expression.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("invalid matcher regex {pattern:?}: {source}")]
+pub struct MatcherError {
+    /// The matcher as written (trimmed).
+    pub pattern: String,
+    /// Why the regular expression does not compile.
+    #[source]
+    pub source: regex::Error,
+}
+
 impl FromStr for HookMatcher {
-    type Err = String;
+    type Err = MatcherError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
@@ -45,7 +56,7 @@ impl FromStr for HookMatcher {
         if s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'|') {
             return Ok(HookMatcher::Names(s.split('|').filter(|n| !n.is_empty()).map(str::to_string).collect()));
         }
-        regex::Regex::new(s).map(HookMatcher::Regex).map_err(|e| format!("invalid matcher regex {s:?}: {e}"))
+        regex::Regex::new(s).map(HookMatcher::Regex).map_err(|source| MatcherError { pattern: s.to_string(), source })
     }
 }
 

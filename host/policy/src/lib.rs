@@ -47,7 +47,7 @@ pub use config::{
 };
 pub use fs::{DEFAULT_ASK_BEFORE_WRITING, FsAccess, FsRefusal, PathPolicy};
 pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant, grant_excess};
-pub use hook::HookMatcher;
+pub use hook::{HookMatcher, MatcherError};
 pub use limits::Limits;
 pub use net::{
     AddressRefusal, HostPattern, IpRange, METADATA_ADDRESSES, NetPattern, NetPatternError, PortPattern, WEB_PORTS,
@@ -55,7 +55,7 @@ pub use net::{
 };
 pub use path::{normalize, resolve};
 pub use path_pattern::{PathPattern, PathPatternError};
-pub use permission::{Decision, Mode, Request, Rule, RuleError, RulePattern, Rules, SubjectKind};
+pub use permission::{Decision, Mode, ModeError, Request, Rule, RuleError, RulePattern, Rules, SubjectKind};
 pub use source::{OciRef, ToolRef, ToolRefError};
 pub use trust::{PublicKey, PublicKeyError, SignerConfig, TrustConfig};
 pub use warnings::{grant_warnings, hook_script_warning};

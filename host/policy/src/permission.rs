@@ -248,14 +248,19 @@ pub enum Mode {
 }
 
 impl TryFrom<String> for Mode {
-    type Error = String;
+    type Error = ModeError;
     fn try_from(s: String) -> Result<Self, Self::Error> {
         s.parse()
     }
 }
 
+/// A permission mode that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown permission mode {0:?}: use default, accept-edits, bypass, dont-ask or plan")]
+pub struct ModeError(pub String);
+
 impl FromStr for Mode {
-    type Err = String;
+    type Err = ModeError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
@@ -264,9 +269,7 @@ impl FromStr for Mode {
             "bypass" | "bypassPermissions" => Ok(Mode::Bypass),
             "dont-ask" | "dontAsk" => Ok(Mode::DontAsk),
             "plan" => Ok(Mode::Plan),
-            other => {
-                Err(format!("unknown permission mode {other:?}: use default, accept-edits, bypass, dont-ask or plan"))
-            }
+            other => Err(ModeError(other.to_string())),
         }
     }
 }

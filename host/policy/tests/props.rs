@@ -780,7 +780,7 @@ proptest! {
     fn any_string_is_a_matcher_or_an_error(text in prop_oneof!["[A-Za-z|.*()\\[\\]^$+?{}\\\\ 0-9]{0,16}", any::<String>()], tool in "\\PC{0,10}") {
         match text.parse::<HookMatcher>() {
             Ok(m) => { let _ = m.matches(&tool); }
-            Err(e) => prop_assert!(e.contains(&format!("{:?}", text.trim())), "{e}"),
+            Err(e) => prop_assert!(e.to_string().contains(&format!("{:?}", text.trim())), "{e}"),
         }
     }
 

@@ -8,16 +8,19 @@
 //! and runs alone. Context updates of a parallel group are applied when the whole group is
 //! done, in model order; those of a call run alone, at once.
 
+use crate::call::CallOptions;
+use crate::classify::CheckedCall;
+use crate::outcome::INTERRUPTED;
 use crate::pipeline::{Access, Updates};
 use crate::result::ToolResult;
 use crate::runtime::Runtime;
+use crate::schedule::{Hold, Running};
 use crate::session::Session;
 use crate::{OutcomeKind, ToolUse};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
 
 /// One entry of a turn, in model order.
 #[derive(Debug, Clone)]
@@ -29,29 +32,21 @@ pub enum Submission {
     Answered(ToolResult),
 }
 
-/// A call waiting to start.
-struct Pending {
+/// A call of the turn that ran (or was interrupted while it waited).
+struct Done {
     index: usize,
-    call: ToolUse,
-    safe: bool,
+    result: ToolResult,
+    updates: Updates,
+    /// Its place in the scheduler while it ran; `None` when it never started.
+    running: Option<Running>,
 }
 
 impl Runtime {
     /// Run a turn's calls and return their results in the calls' order. Never fails: a
-    /// duplicate id, an unknown tool or a host fault each become an error result.
-    pub async fn run_batch(self: &Arc<Self>, session: &Session, calls: &[ToolUse]) -> Vec<ToolResult> {
-        self.run_batch_cancellable(session, calls, &CancellationToken::new()).await
-    }
-
-    /// [`Runtime::run_batch`] that `cancel` can abort: running calls are interrupted at the
-    /// next epoch tick, queued calls never start, and every call still gets a result
-    /// ("Interrupted by user").
-    pub async fn run_batch_cancellable(
-        self: &Arc<Self>,
-        session: &Session,
-        calls: &[ToolUse],
-        cancel: &CancellationToken,
-    ) -> Vec<ToolResult> {
+    /// duplicate id, an unknown tool or a host fault each become an error result. `options`
+    /// apply to every call: cancelling them aborts the turn (running calls are interrupted at
+    /// the next epoch tick, queued calls never start, and every call still gets a result).
+    pub async fn run_batch(self: &Arc<Self>, session: &Session, calls: &[ToolUse], options: CallOptions) -> Vec<ToolResult> {
         let (tx, rx) = mpsc::channel(calls.len().max(1));
         for call in calls {
             // The receiver is alive and the channel has room for every call.
@@ -59,31 +54,29 @@ impl Runtime {
         }
         drop(tx);
         let mut results = Vec::with_capacity(calls.len());
-        self.run_turn(session, rx, cancel, |r| results.push(r)).await;
+        self.run_turn(session, rx, options, |r| results.push(r)).await;
         results
     }
 
     /// Run a turn whose blocks arrive over `submissions` (e.g. while a model is still
-    /// streaming): a safe call starts at once beside other running safe calls, an unsafe one
-    /// waits for them and runs alone. `emit` gets every result in model order, each as soon
-    /// as all earlier ones are out. Returns when `submissions` is closed and every call is
-    /// answered.
+    /// streaming), through the runtime's [`crate::Scheduler`]: a safe call starts at once beside
+    /// other running safe calls, an unsafe one waits for them and runs alone. The context
+    /// updates of calls that ran side by side are applied when their period is over, in model
+    /// order, before any later call starts; those of a call run alone, at once. `emit` gets
+    /// every result in model order, each as soon as all earlier ones are out. Returns when
+    /// `submissions` is closed and every call is answered.
     pub async fn run_turn(
         self: &Arc<Self>,
         session: &Session,
         mut submissions: mpsc::Receiver<Submission>,
-        cancel: &CancellationToken,
+        options: CallOptions,
         mut emit: impl FnMut(ToolResult),
     ) {
-        let permits = Arc::new(Semaphore::new(self.max_concurrency));
-        let mut running: JoinSet<(usize, ToolResult, Updates)> = JoinSet::new();
-        // The running calls (task id → index and tool_use id), and whether they form a
-        // parallel group.
-        let mut running_ids: Vec<(tokio::task::Id, usize, String)> = Vec::new();
-        let mut running_parallel = false;
-        // Results of the current parallel group, applied when it is over.
-        let mut group: BTreeMap<usize, Updates> = BTreeMap::new();
-        let mut pending: VecDeque<Pending> = VecDeque::new();
+        let mut running: JoinSet<Done> = JoinSet::new();
+        // The calls whose task has not been joined (task id → index and tool_use id).
+        let mut running_ids: HashMap<tokio::task::Id, (usize, String)> = HashMap::new();
+        // Finished safe calls whose updates wait for the end of their period.
+        let mut held: BTreeMap<usize, (Updates, Hold)> = BTreeMap::new();
         let mut finished: BTreeMap<usize, ToolResult> = BTreeMap::new();
         let mut next_emit = 0usize;
         let mut next_index = 0usize;
@@ -91,31 +84,11 @@ impl Runtime {
         let mut open = true;
 
         loop {
-            // Start what may start: safe calls beside running safe calls, an unsafe call alone.
-            while let Some(front) = pending.front() {
-                let can_start = running_ids.is_empty() || (front.safe && running_parallel);
-                if !can_start {
-                    break;
-                }
-                let Pending { index, call, safe } = pending.pop_front().expect("front exists");
-                running_parallel = safe;
-                let id = call.id.clone();
-                let (rt, context, permits, cancel) = (self.clone(), session.view(), permits.clone(), cancel.clone());
-                let access = if safe { Access::ReadOnly } else { Access::Granted };
-                let task = running.spawn(async move {
-                    // Queued calls start in model order as permits free up.
-                    let _permit = permits.acquire_owned().await.expect("the semaphore is never closed");
-                    let (result, updates) = rt.run_one(&call, context, access, &cancel).await;
-                    (index, result, updates)
-                });
-                running_ids.push((task.id(), index, id));
-            }
-
             while let Some(result) = finished.remove(&next_emit) {
                 emit(result);
                 next_emit += 1;
             }
-            if !open && pending.is_empty() && running_ids.is_empty() {
+            if !open && running_ids.is_empty() && held.is_empty() {
                 break;
             }
 
@@ -142,36 +115,74 @@ impl Runtime {
                             finished.insert(index, ToolResult::error(&call.id, OutcomeKind::SchemaError, message));
                             continue;
                         }
+                        // Its place in the order is taken before it is classified.
+                        let ticket = self.scheduler.ticket();
+                        let id = call.id.clone();
                         // Once aborted, nothing more is asked of any tool.
-                        let safe = !cancel.is_cancelled() && self.is_concurrency_safe(&call).await;
-                        pending.push_back(Pending { index, call, safe });
+                        let checked = if options.cancel.is_cancelled() {
+                            CheckedCall::unchecked(call)
+                        } else {
+                            self.check(call).await
+                        };
+                        let (rt, handle, options) = (self.clone(), session.handle(), options.clone());
+                        let task = running.spawn(async move {
+                            let safe = checked.is_concurrency_safe();
+                            let admitted = tokio::select! {
+                                admitted = ticket.admit(safe) => admitted,
+                                () = options.cancel.cancelled() => {
+                                    let result = ToolResult::error(&checked.tool_use.id, OutcomeKind::Interrupted, INTERRUPTED);
+                                    return Done { index, result, updates: Updates::default(), running: None };
+                                }
+                            };
+                            // The context as it is when the call starts.
+                            let access = if safe { Access::ReadOnly } else { Access::Granted };
+                            let (result, updates) =
+                                rt.run_one(&checked.tool_use, Some(checked.schema), handle.view(), access, &options).await;
+                            Done { index, result, updates, running: Some(admitted) }
+                        });
+                        running_ids.insert(task.id(), (index, id));
                     }
                 },
-                Some(joined) = running.join_next(), if !running.is_empty() => {
-                    let (index, result, updates) = match joined {
-                        Ok(done) => done,
+                Some(joined) = running.join_next_with_id(), if !running.is_empty() => {
+                    let done = match joined {
+                        Ok((task, done)) => {
+                            running_ids.remove(&task);
+                            done
+                        }
                         Err(e) => {
                             // A host fault in one call's task: that call still gets a result.
                             tracing::error!("a call task failed: {e}");
-                            let Some((_, index, id)) = running_ids.iter().find(|(t, ..)| *t == e.id()).cloned() else { continue };
+                            let Some((index, id)) = running_ids.remove(&e.id()) else { continue };
                             let message = "toolhost failed while running this call (host fault)";
-                            (index, ToolResult::error(&id, OutcomeKind::HostError, message), Updates::default())
+                            let result = ToolResult::error(&id, OutcomeKind::HostError, message);
+                            Done { index, result, updates: Updates::default(), running: None }
                         }
                     };
-                    running_ids.retain(|(_, i, _)| *i != index);
+                    let Done { index, result, updates, running } = done;
                     finished.insert(index, result);
-                    if running_parallel {
-                        group.insert(index, updates);
-                        if running_ids.is_empty() {
-                            // The group is over: its updates apply in model order.
-                            // A result already handed out cannot take back its updates' refusal.
-                            for (i, updates) in std::mem::take(&mut group) {
-                                self.apply_updates(session, updates, finished.get_mut(&i));
-                            }
+                    match running {
+                        Some(admitted) if admitted.is_safe() => {
+                            // Its slot frees now; its updates wait for the period's end.
+                            held.insert(index, (updates, admitted.hold()));
                         }
-                    } else {
-                        self.apply_updates(session, updates, finished.get_mut(&index));
+                        // Run alone: its updates apply before the next call may start.
+                        admitted => {
+                            self.apply_updates(session, updates, finished.get_mut(&index));
+                            drop(admitted);
+                        }
                     }
+                },
+                () = self.scheduler.period_over(), if !held.is_empty() => {
+                    // The period is over: its updates apply in model order, then the holds go
+                    // and later calls start. A result already handed out cannot take back its
+                    // updates' refusal.
+                    let held = std::mem::take(&mut held);
+                    let mut holds = Vec::with_capacity(held.len());
+                    for (i, (updates, hold)) in held {
+                        self.apply_updates(session, updates, finished.get_mut(&i));
+                        holds.push(hold);
+                    }
+                    drop(holds);
                 },
             }
         }

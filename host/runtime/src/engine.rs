@@ -56,13 +56,13 @@ impl ToolEngine {
                 Ok(e) => (e, true),
                 Err(err) => {
                     tracing::warn!("pooling allocator unavailable ({err}); using on-demand allocation");
-                    (Engine::new(&config(options, false)).map_err(|e| Error::Engine(e.to_string()))?, false)
+                    (Engine::new(&config(options, false)).map_err(|e| Error::Engine(e.into()))?, false)
                 }
             }
         } else {
-            (Engine::new(&config(options, false)).map_err(|e| Error::Engine(e.to_string()))?, false)
+            (Engine::new(&config(options, false)).map_err(|e| Error::Engine(e.into()))?, false)
         };
-        let linker = linker(&engine).map_err(|e| Error::Engine(format!("{e:#}")))?;
+        let linker = linker(&engine).map_err(|e| Error::Engine(e.into()))?;
         start_ticker(&engine);
         Ok(ToolEngine {
             engine,

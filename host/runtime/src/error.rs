@@ -26,9 +26,9 @@ pub enum Error {
     /// A setting is out of range.
     #[error("config: {0}")]
     Config(String),
-    /// The wasmtime engine could not be configured.
-    #[error("engine: {0}")]
-    Engine(String),
+    /// The wasmtime engine could not be configured (wasmtime's error, with its chain).
+    #[error("the wasmtime engine could not be configured")]
+    Engine(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The workspace is unusable.
     #[error("workspace {path}: {message}")]
     Workspace {

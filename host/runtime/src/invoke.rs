@@ -7,7 +7,7 @@
 //! well is kept in a small per-tool pool and reused (DESIGN §2), which halves the cost of a
 //! call. An instance that trapped or timed out is never reused.
 
-use crate::bindings::{Plugin, PluginPre, ToolOutput, ToolSchema, WitToolError};
+use crate::bindings::{Plugin, PluginPre, ToolExports, ToolOutput, ToolSchema, WitToolError};
 use crate::capabilities::wasi_ctx;
 use crate::capture::CapturePipe;
 use crate::engine::ToolEngine;
@@ -20,25 +20,104 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use toolhost_policy::{EffectiveGrant, Limits};
+use toolhost_policy::{EffectiveGrant, Limits, NetPattern};
 use wasmtime::{Store, UpdateDeadline};
 
-/// Which export to call.
-pub(crate) enum Export<'a> {
-    Schema,
-    IsConcurrencySafe(&'a str),
-    Validate(&'a str),
-    Call(&'a str),
+/// One export of the tool interface, typed by what it returns: each call site gets exactly
+/// its export's answer, nothing to match away.
+pub(crate) trait Export {
+    /// What the export returns, as the host sees it.
+    type Output;
+    /// Whether an instance that served it (with no capabilities) may be kept for the next such
+    /// call.
+    const POOLED: bool;
+    /// Call the export on an instantiated tool.
+    async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<Self::Output>;
+    /// The answer, seen with the store's state after the call (`call` adds the sandbox's notes).
+    fn finish(output: Self::Output, _state: &HostState, _tool: &str) -> Self::Output {
+        output
+    }
 }
 
-/// What the export returned.
-pub(crate) enum Returned {
-    Schema(ToolSchema),
-    IsConcurrencySafe(bool),
-    Validate(Result<(), String>),
-    Call(Result<ToolOutput, WitToolError>),
+/// `schema()`: the tool's description, at load.
+pub(crate) struct GetSchema;
+
+/// `is-concurrency-safe(input)`.
+pub(crate) struct IsConcurrencySafe<'a>(pub &'a str);
+
+/// `validate(input)`: `Err` carries the tool's message.
+pub(crate) struct Validate<'a>(pub &'a str);
+
+/// `call(input)`.
+pub(crate) struct Call<'a>(pub &'a str);
+
+/// What `call` returned.
+pub(crate) enum CallReturn {
+    Output(ToolOutput),
+    Failed(WitToolError),
     /// `call` failed after the call ran into a network limit (the message says which).
-    CallLimited(WitToolError),
+    Limited(WitToolError),
+}
+
+impl Export for GetSchema {
+    type Output = ToolSchema;
+    const POOLED: bool = false;
+    async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<ToolSchema> {
+        tool.call_schema(store).await
+    }
+}
+
+impl Export for IsConcurrencySafe<'_> {
+    type Output = bool;
+    const POOLED: bool = true;
+    async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<bool> {
+        tool.call_is_concurrency_safe(store, self.0).await
+    }
+}
+
+impl Export for Validate<'_> {
+    type Output = Result<(), String>;
+    const POOLED: bool = true;
+    async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<Result<(), String>> {
+        tool.call_validate(store, self.0).await
+    }
+}
+
+impl Export for Call<'_> {
+    type Output = CallReturn;
+    const POOLED: bool = false;
+    async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<CallReturn> {
+        Ok(match tool.call_call(store, self.0).await? {
+            Ok(output) => CallReturn::Output(output),
+            Err(err) => CallReturn::Failed(err),
+        })
+    }
+
+    fn finish(output: CallReturn, state: &HostState, tool: &str) -> CallReturn {
+        match output {
+            CallReturn::Failed(mut err) | CallReturn::Limited(mut err) => {
+                // A tool that failed after the sandbox refused it network access, or after a
+                // network limit stopped it: say which host, which grant would allow it, which
+                // limit, whatever the tool itself reported.
+                let net = &state.net;
+                for note in [net.failure_note(tool), state.fs.note()].into_iter().flatten() {
+                    let (WitToolError::InvalidInput(m) | WitToolError::Denied(m) | WitToolError::Failed(m)) = &mut err;
+                    if !m.is_empty() {
+                        m.push('\n');
+                    }
+                    m.push_str(&note);
+                }
+                if net.breached() { CallReturn::Limited(err) } else { CallReturn::Failed(err) }
+            }
+            CallReturn::Output(mut output) => {
+                // A refused write stays visible to the model even when the tool ignored it.
+                if let Some(note) = state.fs.note() {
+                    output.content.push(crate::bindings::WitContentBlock::Text(note));
+                }
+                CallReturn::Output(output)
+            }
+        }
+    }
 }
 
 /// Everything one invocation needs besides the export.
@@ -52,6 +131,8 @@ pub(crate) struct InvokeCtx<'a> {
     pub call_env: CallEnv,
     /// `None`: no capabilities at all (schema, is-concurrency-safe, validate).
     pub grant: Option<&'a EffectiveGrant>,
+    /// The grant's network patterns, compiled at load (empty without a grant).
+    pub net: &'a Arc<[NetPattern]>,
     /// Where capability-free instances are kept for reuse, if anywhere.
     pub pool: Option<&'a PurePool>,
     /// Cancelling it interrupts the guest at the next epoch tick (or at once if it is waiting
@@ -103,17 +184,15 @@ impl PurePool {
     }
 }
 
-pub(crate) async fn invoke(mut cx: InvokeCtx<'_>, export: Export<'_>) -> Result<Returned, Failure> {
-    let pool = match (&export, cx.grant) {
-        (Export::IsConcurrencySafe(_) | Export::Validate(_), None) => cx.pool,
-        _ => None,
-    };
+pub(crate) async fn invoke<E: Export>(mut cx: InvokeCtx<'_>, export: E) -> Result<E::Output, Failure> {
+    let pool = if E::POOLED && cx.grant.is_none() { cx.pool } else { None };
     let mut instance = match pool.and_then(PurePool::take) {
         Some(instance) => instance,
         None => new_instance(&mut cx)?,
     };
-    let result = run(&mut instance, &cx, export).await;
+    let result = run(&mut instance, &cx, &export).await;
     if let (Some(pool), Ok(_)) = (pool, &result) {
+        instance.store.data_mut().end();
         pool.put(instance);
     }
     result
@@ -123,7 +202,7 @@ fn new_instance(cx: &mut InvokeCtx<'_>) -> Result<Instance, Failure> {
     // Captured, capped, and never shown to the model except for stderr's tail in errors.
     let stdout = CapturePipe::new(cx.limits.max_stdio_bytes);
     let stderr = CapturePipe::new(cx.limits.max_stdio_bytes);
-    let net = Arc::new(NetAccess::for_grant(cx.grant, NetLimits::new(cx.limits)).log_hosts(cx.call_env.hosts.clone()));
+    let net = Arc::new(NetAccess::for_grant(cx.grant, cx.net, NetLimits::new(cx.limits)).log_hosts(cx.call_env.hosts.clone()));
     let wasi = wasi_ctx(cx.grant, &net, cx.workspace, cx.env_vars, &stdout, &stderr)
         .map_err(|m| Failure::new(OutcomeKind::HostError, m))?;
     let max_memory = usize::try_from(cx.limits.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
@@ -140,11 +219,9 @@ fn new_instance(cx: &mut InvokeCtx<'_>) -> Result<Instance, Failure> {
     Ok(Instance { store, plugin: None })
 }
 
-async fn run(instance: &mut Instance, cx: &InvokeCtx<'_>, export: Export<'_>) -> Result<Returned, Failure> {
+async fn run<E: Export>(instance: &mut Instance, cx: &InvokeCtx<'_>, export: &E) -> Result<E::Output, Failure> {
     let store = &mut instance.store;
-    store.data_mut().env = cx.call_env.clone();
-    store.data_mut().stderr.clear();
-    store.data_mut().progress_sent = 0;
+    store.data_mut().begin(cx.call_env.clone());
     if cx.engine.fuel {
         store
             .set_fuel(cx.limits.fuel.unwrap_or(u64::MAX))
@@ -176,14 +253,7 @@ async fn run(instance: &mut Instance, cx: &InvokeCtx<'_>, export: Export<'_>) ->
             *plugin = Some(cx.pre.instantiate_async(&mut *store).await?);
         }
         let tool = plugin.as_ref().expect("instantiated above").toolhost_tool_tool();
-        wasmtime::Result::Ok(match export {
-            Export::Schema => Returned::Schema(tool.call_schema(&mut *store).await?),
-            Export::IsConcurrencySafe(input) => {
-                Returned::IsConcurrencySafe(tool.call_is_concurrency_safe(&mut *store, input).await?)
-            }
-            Export::Validate(input) => Returned::Validate(tool.call_validate(&mut *store, input).await?),
-            Export::Call(input) => Returned::Call(tool.call_call(&mut *store, input).await?),
-        })
+        export.call(tool, &mut *store).await
     };
     // The epoch deadline stops running guest code; this timer also covers a guest parked in
     // a host call (a WASI sleep, a blocked read), where no epoch check happens.
@@ -194,29 +264,7 @@ async fn run(instance: &mut Instance, cx: &InvokeCtx<'_>, export: Export<'_>) ->
     };
     match outcome {
         Err(_) => Err(Failure::timeout(cx.tool, cx.limits)),
-        Ok(Ok(Returned::Call(Err(mut err)))) => {
-            // A tool that failed after the sandbox refused it network access, or after a network
-            // limit stopped it: say which host, which grant would allow it, which limit,
-            // whatever the tool itself reported.
-            let data = instance.store.data();
-            let net = &data.net;
-            for note in [net.failure_note(cx.tool), data.fs.note()].into_iter().flatten() {
-                let (WitToolError::InvalidInput(m) | WitToolError::Denied(m) | WitToolError::Failed(m)) = &mut err;
-                if !m.is_empty() {
-                    m.push('\n');
-                }
-                m.push_str(&note);
-            }
-            Ok(if net.breached() { Returned::CallLimited(err) } else { Returned::Call(Err(err)) })
-        }
-        Ok(Ok(Returned::Call(Ok(mut output)))) => {
-            // A refused write stays visible to the model even when the tool ignored it.
-            if let Some(note) = instance.store.data().fs.note() {
-                output.content.push(crate::bindings::WitContentBlock::Text(note));
-            }
-            Ok(Returned::Call(Ok(output)))
-        }
-        Ok(Ok(returned)) => Ok(returned),
+        Ok(Ok(output)) => Ok(E::finish(output, instance.store.data(), cx.tool)),
         Ok(Err(err)) => {
             let mut failure = classify(&err, instance.store.data(), cx.tool, cx.limits);
             // A tool that crashed after a refused write: the model still learns of the refusal.

@@ -10,13 +10,17 @@
 //!
 //! ```no_run
 //! # async fn demo(wasm: Vec<u8>) -> Result<(), toolhost::Error> {
-//! use toolhost::{Runtime, Session, ToolSource, ToolUse};
+//! use toolhost::{CallOptions, Runtime, Session, ToolSource, ToolUse};
 //!
 //! let mut runtime = Runtime::builder().workspace("/path/to/repo").build()?;
 //! runtime.load(ToolSource::bytes("my_tool.wasm", wasm)).await?;
 //! let session = Session::new();
 //! let result = runtime
-//!     .call(&session, &ToolUse::new("toolu_1", "Read", serde_json::json!({"file_path": "README.md"})))
+//!     .call(
+//!         &session,
+//!         &ToolUse::new("toolu_1", "Read", serde_json::json!({"file_path": "README.md"})),
+//!         CallOptions::new(),
+//!     )
 //!     .await;
 //! println!("{}", serde_json::to_string(&result).unwrap());
 //! # Ok(()) }
@@ -26,8 +30,10 @@
 mod batch;
 mod bindings;
 mod cache;
+mod call;
 mod capabilities;
 mod capture;
+mod classify;
 mod engine;
 mod error;
 mod event;
@@ -43,24 +49,28 @@ mod pinning;
 mod pipeline;
 mod result;
 mod runtime;
+mod schedule;
 mod session;
 mod spill;
 mod state;
 
 pub use batch::Submission;
 pub use cache::private_dir;
+pub use call::{CallOptions, Progress, ProgressFn};
+pub use classify::CheckedCall;
 pub use engine::{EngineOptions, ToolEngine};
 pub use error::{Error, Result};
 pub use event::{Event, EventSink, input_sha256};
 #[doc(hidden)]
 pub use fsguard::use_procfs_paths;
-pub use hooks::{Combined, CommandHook, CommandHooks, HookEvent, HookFailure, HookInput, HookResponse, Hooks, combine};
+pub use hooks::{HookEvent, HookInput, HookResponse, Hooks};
 pub use loader::{Inspection, Origin, ToolInfo, ToolSource, inspect};
 pub use outcome::OutcomeKind;
 pub use permission::{AskAnswer, AskRequest, PermissionDecider};
 pub use pinning::hook_scripts;
 pub use result::{ContentBlock, ImageSource, ToolResult};
-pub use runtime::{LoadedTool, Runtime, RuntimeBuilder};
+pub use runtime::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
+pub use schedule::{Hold, Running, Scheduler, Ticket};
 pub use session::{EMBEDDED_NAMESPACE, SavedSession, Session, WORKSPACE_KEY, tool_namespace};
 pub use tokio_util::sync::CancellationToken;
 pub use toolhost_policy as policy;

@@ -6,7 +6,7 @@ use crate::bindings::{PluginPre, TOOL_INTERFACE, ToolSchema, WitCapability};
 use crate::cache::{self, Cache};
 use crate::engine::ToolEngine;
 use crate::error::{Error, Result};
-use crate::invoke::{Export, InvokeCtx, Returned, invoke};
+use crate::invoke::{GetSchema, InvokeCtx, invoke};
 use crate::state::{CallEnv, HostState};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -149,6 +149,7 @@ impl ToolSource {
 
 /// What a tool says about itself (its `schema` export), checked.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ToolInfo {
     /// The name models call it by.
     pub name: String,
@@ -424,15 +425,15 @@ async fn run_schema(engine: &ToolEngine, compiled: &Compiled, source: &ToolSourc
             hosts: None,
         },
         grant: None,
+        net: &Arc::from([]),
         pool: None,
         cancel: &CancellationToken::new(),
         // No grant, so no request is ever sent; the shared default settings cost nothing.
         tls: &tls,
         fs: Default::default(),
     };
-    match invoke(cx, Export::Schema).await {
-        Ok(Returned::Schema(s)) => LoadRecord::Schema(s.into()),
-        Ok(_) => unreachable!("schema export returns a schema"),
+    match invoke(cx, GetSchema).await {
+        Ok(s) => LoadRecord::Schema(s.into()),
         Err(f) if f.kind == crate::outcome::OutcomeKind::Timeout => LoadRecord::Failed {
             message: format!(
                 "its `schema` export did not return within {} ms (limits.load_timeout_ms)",
@@ -484,6 +485,7 @@ fn check_schema(s: RawSchema) -> std::result::Result<(ToolInfo, jsonschema::Vali
 
 /// What `toolhost inspect` shows about a component.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Inspection {
     /// The tool's schema.
     pub info: ToolInfo,

@@ -175,7 +175,7 @@ impl Refusal {
 /// What one call may reach over the network, and what it learned, was refused and ran into.
 #[derive(Debug, Default)]
 pub(crate) struct NetAccess {
-    patterns: Vec<NetPattern>,
+    patterns: Arc<[NetPattern]>,
     /// Whether names and `*` may reach non-public addresses (see [`check_address`]).
     allow_private_network: bool,
     limits: NetLimits,
@@ -201,6 +201,21 @@ pub(crate) struct NetAccess {
     host_log: Option<HostLog>,
 }
 
+/// A grant's network patterns, parsed once when the tool is loaded. A pattern that does not
+/// parse grants nothing (and is logged; loading refuses a config that holds one).
+pub(crate) fn compile_patterns(grant: &[String]) -> Arc<[NetPattern]> {
+    grant
+        .iter()
+        .filter_map(|p| match p.parse::<NetPattern>() {
+            Ok(p) => Some(p),
+            Err(e) => {
+                tracing::warn!("{e}; it grants nothing");
+                None
+            }
+        })
+        .collect()
+}
+
 /// The `host:port` (or address) of every HTTP request and connect a call tried, each once,
 /// refused ones marked `(refused)`: what the audit log records as hosts contacted.
 pub(crate) type HostLog = Arc<Mutex<BTreeSet<String>>>;
@@ -221,27 +236,16 @@ impl Drop for ConnectionSlot {
 }
 
 impl NetAccess {
-    /// From a grant's patterns and the call's limits. A pattern that does not parse grants
-    /// nothing (and is logged; loading refuses a config that holds one).
-    pub(crate) fn new(grant: &[String], limits: NetLimits) -> Self {
-        let patterns = grant
-            .iter()
-            .filter_map(|p| match p.parse::<NetPattern>() {
-                Ok(p) => Some(p),
-                Err(e) => {
-                    tracing::warn!("{e}; it grants nothing");
-                    None
-                }
-            })
-            .collect();
+    /// From a grant's patterns (compiled at load, [`compile_patterns`]) and the call's limits.
+    pub(crate) fn new(patterns: Arc<[NetPattern]>, limits: NetLimits) -> Self {
         NetAccess { patterns, limits, ..NetAccess::default() }
     }
 
-    /// For a call with `grant` (`None`: no network at all).
-    pub(crate) fn for_grant(grant: Option<&EffectiveGrant>, limits: NetLimits) -> Self {
+    /// For a call with `grant` and its compiled `patterns` (no grant: no network at all).
+    pub(crate) fn for_grant(grant: Option<&EffectiveGrant>, patterns: &Arc<[NetPattern]>, limits: NetLimits) -> Self {
         match grant {
-            Some(g) => NetAccess::new(&g.net, limits).allow_private_network(g.allow_private_network),
-            None => NetAccess::new(&[], limits),
+            Some(g) => NetAccess::new(patterns.clone(), limits).allow_private_network(g.allow_private_network),
+            None => NetAccess::new(Arc::from([]), limits),
         }
     }
 
@@ -607,8 +611,7 @@ mod tests {
 
     #[test]
     fn connects_are_pinned_to_granted_lookups() {
-        let net = NetAccess::new(
-            &["localhost:8080".into(), "10.0.0.1:22".into(), "bad pattern".into()],
+        let net = NetAccess::new(compile_patterns(&["localhost:8080".into(), "10.0.0.1:22".into(), "bad pattern".into()]),
             NetLimits::default(),
         );
         let local = "127.0.0.1:8080".parse().unwrap();
@@ -646,7 +649,7 @@ mod tests {
 
     #[test]
     fn names_and_star_never_reach_private_addresses() {
-        let net = NetAccess::new(&["*".into()], NetLimits::default());
+        let net = NetAccess::new(compile_patterns(&["*".into()]), NetLimits::default());
         // A public address, literal or resolved: allowed.
         assert!(net.check(addr("93.184.215.14:443"), SocketAddrUse::TcpConnect));
         // `*` does not name 127.0.0.1 literally, nor its IPv4-mapped form.
@@ -685,7 +688,7 @@ mod tests {
         );
 
         // allow_private_network opens them all.
-        let open = NetAccess::new(&["*".into()], NetLimits::default()).allow_private_network(true);
+        let open = NetAccess::new(compile_patterns(&["*".into()]), NetLimits::default()).allow_private_network(true);
         assert!(open.check(addr("127.0.0.1:8080"), SocketAddrUse::TcpConnect));
         assert!(open.check(addr("169.254.169.254:80"), SocketAddrUse::TcpConnect));
         assert!(open.check(addr("10.0.0.5:53"), SocketAddrUse::UdpSend));
@@ -694,7 +697,7 @@ mod tests {
 
     #[test]
     fn a_name_keeps_its_public_addresses_only() {
-        let net = NetAccess::new(&["example.com".into(), "localhost:8080".into()], NetLimits::default());
+        let net = NetAccess::new(compile_patterns(&["example.com".into(), "localhost:8080".into()]), NetLimits::default());
         let (public, private) = (addr("93.184.215.14:443"), addr("10.0.0.5:443"));
         net.learn("example.com", public.ip());
         net.learn("example.com", private.ip());
@@ -716,7 +719,7 @@ mod tests {
         assert!(note.contains("(net = [\"10.0.0.5\"])"), "{note}");
 
         // Loopback through `*` from `localhost`: the note offers the name grant too.
-        let star = NetAccess::new(&["*".into()], NetLimits::default());
+        let star = NetAccess::new(compile_patterns(&["*".into()]), NetLimits::default());
         assert_eq!(star.http_addresses("localhost", vec![addr("127.0.0.1:8080"), addr("[::1]:8080")]), []);
         let note = star.failure_note("T").unwrap();
         assert!(
@@ -739,7 +742,7 @@ mod tests {
     fn limits_are_counted_per_call() {
         let limits = NetLimits { max_response_bytes: 10, max_connections: 2, ..NetLimits::default() };
         // Loopback test addresses under `*`: only with allow_private_network.
-        let net = Arc::new(NetAccess::new(&["*".into()], limits).allow_private_network(true));
+        let net = Arc::new(NetAccess::new(compile_patterns(&["*".into()]), limits).allow_private_network(true));
         let a = net.open_connection().expect("first slot");
         let b = net.open_connection().expect("second slot");
         assert!(net.open_connection().is_none());

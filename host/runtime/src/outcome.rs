@@ -1,7 +1,10 @@
 //! Every way a call can end, and the one place where a guest's failure (a `wasmtime::Error`
 //! from instantiating or calling it) is classified: timeout, memory limit, fuel, stack
-//! overflow, panic (message from stderr), other traps (with their code), host errors.
+//! overflow, panic (message from stderr), other traps (with their code), host errors; and how
+//! a failure or a `tool-error` becomes the call's error result.
 
+use crate::bindings::WitToolError;
+use crate::result::ToolResult;
 use crate::state::{HostState, Interrupt};
 use serde::Serialize;
 use toolhost_policy::Limits;
@@ -113,6 +116,26 @@ impl Failure {
 
 /// What the model reads for a call cut short or never started because the turn was aborted.
 pub(crate) const INTERRUPTED: &str = "Interrupted by user";
+
+/// A failure as an error result; the stage is named when it is not the call itself.
+pub(crate) fn failure(id: &str, f: Failure, stage: &str) -> ToolResult {
+    let message = if stage == "call" { f.message } else { format!("{} (in `{stage}`)", f.message) };
+    ToolResult::error(id, f.kind, message)
+}
+
+/// The result of a `call` that returned `tool-error`: its kind from the variant, or
+/// `network_limit` when a network limit stopped the call (`limited`).
+pub(crate) fn tool_error(id: &str, name: &str, error: WitToolError, limited: bool) -> ToolResult {
+    let (kind, message) = match error {
+        WitToolError::InvalidInput(m) => (OutcomeKind::InvalidInput, m),
+        WitToolError::Denied(m) => (OutcomeKind::Denied, m),
+        WitToolError::Failed(m) => (OutcomeKind::Failed, m),
+    };
+    let kind = if limited { OutcomeKind::NetworkLimit } else { kind };
+    let message =
+        if message.trim().is_empty() { format!("Tool {name} failed ({kind}) without a message.") } else { message };
+    ToolResult::error(id, kind, message)
+}
 
 /// Longest stderr tail quoted in an error result.
 const STDERR_TAIL_CHARS: usize = 2000;

@@ -9,6 +9,7 @@ use toolhost_policy::{Decision, Mode, Request, Rules, SubjectKind};
 
 /// A question for whoever may allow a call.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct AskRequest {
     /// The call's tool_use id.
     pub tool_use_id: String,

@@ -4,18 +4,20 @@
 //! happened. Every path out produces a result with the same id.
 
 use crate::ToolUse;
-use crate::bindings::WitToolError;
+use crate::call::CallOptions;
+use crate::classify::{CheckedCall, Schema};
+use crate::schedule::Running;
 use crate::event::Event;
 use crate::fsguard::{FsRules, resolve_at};
 use crate::hooks::{Combined, HookEvent, HookInput, HookResponse, combine};
-use crate::invoke::{Export, FsCall, InvokeCtx, Returned, invoke};
-use crate::outcome::{Failure, INTERRUPTED, OutcomeKind};
+use crate::invoke::{Call, CallReturn, Export, FsCall, InvokeCtx, Validate, invoke};
+use crate::outcome::{Failure, INTERRUPTED, OutcomeKind, failure, tool_error};
 use crate::permission::{AskAnswer, AskRequest, claude_mode_name, decide, subject_value};
 use crate::result::ContentBlock;
 use crate::result::{ToolResult, map_output};
 use crate::runtime::{LoadedTool, Runtime};
 use crate::session::{ContextFull, Session, SessionView, growth};
-use crate::state::CallEnv;
+use crate::state::{CallEnv, ProgressTo};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,12 +25,6 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use toolhost_policy::{Decision, Request, SubjectKind};
-
-tokio::task_local! {
-    /// The hosts the running call tried to reach (see [`crate::net::HostLog`]): set around one
-    /// call's pipeline, read when its instance is made, reported in [`Event::Finish`].
-    static CALL_HOSTS: crate::net::HostLog;
-}
 
 /// Context updates a call asks for, in order (`None` deletes), inside its tool's namespace.
 #[derive(Debug, Default)]
@@ -44,51 +40,53 @@ pub(crate) enum Access {
     Nothing,
     /// The tool's effective grant.
     Granted,
-    /// The effective grant with every directory read-only: a call inside a parallel batch.
-    /// A tool that claimed to be concurrency-safe and writes gets a denial, not a race.
+    /// The effective grant with every directory read-only: a call running beside other
+    /// concurrency-safe calls. A tool that claimed to be concurrency-safe and writes gets a
+    /// denial, not a race.
     ReadOnly,
 }
 
+/// The state of one call on its way through the pipeline: its options, and the hosts it tried
+/// to reach (see [`crate::net::HostLog`], reported in [`Event::Finish`]).
+pub(crate) struct PerCall<'a> {
+    pub options: &'a CallOptions,
+    pub hosts: crate::net::HostLog,
+}
+
+impl PerCall<'_> {
+    pub(crate) fn cancel(&self) -> &CancellationToken {
+        &self.options.cancel
+    }
+}
+
 impl Runtime {
-    /// Run one call through the whole pipeline and apply its context updates to `session`.
-    /// Never fails: every failure is an `is_error` result carrying `tool_use.id`.
-    pub async fn call(&self, session: &Session, tool_use: &ToolUse) -> ToolResult {
-        self.call_cancellable(session, tool_use, &CancellationToken::new()).await
-    }
-
-    /// [`Runtime::call`] that `cancel` can interrupt: the result is then an error
-    /// ("Interrupted by user"), still carrying the call's id.
-    pub async fn call_cancellable(
-        &self,
-        session: &Session,
-        tool_use: &ToolUse,
-        cancel: &CancellationToken,
-    ) -> ToolResult {
-        self.call_with(session, tool_use, Access::Granted, cancel).await
-    }
-
-    /// [`Runtime::call_cancellable`] for a call that runs beside other concurrency-safe calls
-    /// (e.g. concurrent MCP requests): as inside a parallel batch of a turn, its file grants
-    /// are read-only, so a tool that claimed to be concurrency-safe and writes gets a denial,
-    /// not a race. Its context updates are applied when it finishes.
-    pub async fn call_concurrent(
-        &self,
-        session: &Session,
-        tool_use: &ToolUse,
-        cancel: &CancellationToken,
-    ) -> ToolResult {
-        self.call_with(session, tool_use, Access::ReadOnly, cancel).await
-    }
-
-    async fn call_with(
-        &self,
-        session: &Session,
-        tool_use: &ToolUse,
-        access: Access,
-        cancel: &CancellationToken,
-    ) -> ToolResult {
-        let (mut result, updates) = self.run_one(tool_use, session.view(), access, cancel).await;
+    /// Run one call through the whole pipeline, alone (with its full grant), and apply its
+    /// context updates to `session`. Never fails: every failure is an `is_error` result
+    /// carrying `tool_use.id`; a cancelled call's is "Interrupted by user".
+    pub async fn call(&self, session: &Session, tool_use: &ToolUse, options: CallOptions) -> ToolResult {
+        let (mut result, updates) = self.run_one(tool_use, None, session.view(), Access::Granted, &options).await;
         self.apply_updates(session, updates, Some(&mut result));
+        result
+    }
+
+    /// Run a classified call ([`Runtime::check`]) that its scheduler admitted
+    /// ([`crate::Ticket::admit`], with the ticket taken when the call arrived, so calls run in
+    /// arrival order): admitted as concurrency-safe, it runs with its directories read-only
+    /// (beside other safe calls, a tool that claimed to be safe and writes gets a denial, not a
+    /// race); otherwise with its full grant. Its context updates are applied when it finishes,
+    /// before `admitted` is released.
+    pub async fn call_admitted(
+        &self,
+        session: &Session,
+        call: CheckedCall,
+        admitted: Running,
+        options: CallOptions,
+    ) -> ToolResult {
+        let access = if admitted.is_safe() { Access::ReadOnly } else { Access::Granted };
+        let (mut result, updates) =
+            self.run_one(&call.tool_use, Some(call.schema), session.view(), access, &options).await;
+        self.apply_updates(session, updates, Some(&mut result));
+        drop(admitted);
         result
     }
 
@@ -103,38 +101,18 @@ impl Runtime {
         }
     }
 
-    /// Whether a call may run beside other concurrency-safe calls: asked of the tool (with no
-    /// capabilities) only when the input passes the schema; an unknown tool, a schema
-    /// failure, a trap or a timeout all mean "no".
-    pub async fn is_concurrency_safe(&self, tool_use: &ToolUse) -> bool {
-        let Some(tool) = self.tools.get(&tool_use.name) else { return false };
-        let Ok(input) = self.check_input(tool, &tool_use.id, &tool_use.input, "") else { return false };
-        let context = Arc::default();
-        matches!(
-            self.invoke(
-                tool,
-                tool_use,
-                &context,
-                Access::Nothing,
-                &CancellationToken::new(),
-                Export::IsConcurrencySafe(&input),
-                Vec::new(),
-            )
-            .await,
-            Ok(Returned::IsConcurrencySafe(true))
-        )
-    }
-
-    /// The pipeline without applying context updates (the batch runner applies them later).
+    /// The pipeline without applying context updates (the turn applies them later).
+    /// `schema`: the outcome of [`Runtime::check`]'s schema check, so it is not done twice.
     pub(crate) async fn run_one(
         &self,
         tool_use: &ToolUse,
+        schema: Option<Schema>,
         context: SessionView,
         access: Access,
-        cancel: &CancellationToken,
+        options: &CallOptions,
     ) -> (ToolResult, Updates) {
         let started = Instant::now();
-        let hosts = crate::net::HostLog::default();
+        let call = PerCall { options, hosts: crate::net::HostLog::default() };
         let (result, updates) = match self.tools.get(&tool_use.name) {
             None => (
                 ToolResult::error(
@@ -144,10 +122,14 @@ impl Runtime {
                 ),
                 Updates::default(),
             ),
-            Some(_) if cancel.is_cancelled() => {
+            Some(_) if options.cancel.is_cancelled() => {
                 (ToolResult::error(&tool_use.id, OutcomeKind::Interrupted, INTERRUPTED), Updates::default())
             }
-            Some(tool) => CALL_HOSTS.scope(hosts.clone(), self.run_tool(tool, tool_use, context, access, cancel)).await,
+            Some(tool) => {
+                // A check made against another runtime's tool of that name counts for nothing.
+                let schema = schema.and_then(|s| s.for_tool(tool));
+                self.run_tool(tool, tool_use, schema, context, access, &call).await
+            }
         };
         self.emit(|| Event::Finish {
             id: tool_use.id.clone(),
@@ -166,7 +148,7 @@ impl Runtime {
                     ContentBlock::Image { .. } => 0,
                 })
                 .sum(),
-            hosts: hosts.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect(),
+            hosts: call.hosts.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect(),
         });
         (result, updates)
     }
@@ -175,16 +157,17 @@ impl Runtime {
         &self,
         tool: &LoadedTool,
         tool_use: &ToolUse,
+        schema: Option<Result<String, ToolResult>>,
         view: SessionView,
         access: Access,
-        cancel: &CancellationToken,
+        call: &PerCall<'_>,
     ) -> (ToolResult, Updates) {
         let context = &view.context;
         let id = &tool_use.id;
         let name = &tool.info.name;
         // Borrowed unless a PreToolUse hook rewrites it: inputs may be large, calls many.
         let mut input_value = std::borrow::Cow::Borrowed(&tool_use.input);
-        let mut input = match self.checked(tool, tool_use, context, cancel, &input_value, "").await {
+        let mut input = match self.checked(tool, tool_use, context, call, &input_value, "", schema).await {
             Ok(input) => input,
             Err(result) => return (result, Updates::default()),
         };
@@ -199,7 +182,7 @@ impl Runtime {
         }
         if let Some(updated) = pre.updated_input {
             const REWRITTEN: &str = " (after a PreToolUse hook rewrote the input)";
-            input = match self.checked(tool, tool_use, context, cancel, &updated, REWRITTEN).await {
+            input = match self.checked(tool, tool_use, context, call, &updated, REWRITTEN, None).await {
                 Ok(input) => input,
                 Err(result) => return (with_notes(result, &notes), Updates::default()),
             };
@@ -208,17 +191,17 @@ impl Runtime {
 
         // 6. Permission.
         let hook = (pre.decision, pre.reason.as_deref());
-        let approved = match self.permit(tool, id, &input_value, hook, &view, cancel).await {
+        let approved = match self.permit(tool, id, &input_value, hook, &view, call).await {
             Ok(approved) => approved,
             Err(result) => return (with_notes(result, &notes), Updates::default()),
         };
 
-        if cancel.is_cancelled() {
+        if call.cancel().is_cancelled() {
             return (ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED), Updates::default());
         }
         // 7. Call.
         self.emit(|| Event::Start { id: id.clone(), tool: name.clone() });
-        let (result, updates) = self.call_tool(tool, tool_use, &view, access, cancel, &input, approved).await;
+        let (result, updates) = self.call_tool(tool, tool_use, &view, access, call, &input, approved).await;
 
         // 8. PostToolUse / PostToolUseFailure hooks.
         let post = if result.is_error {
@@ -233,27 +216,31 @@ impl Runtime {
         (with_notes(result, &notes), updates)
     }
 
-    /// Schema and `validate` (step 3-4); `note` is added to messages about a rewritten input.
+    /// Schema and `validate` (step 3-4); `note` is added to messages about a rewritten input;
+    /// `schema`: the schema check's outcome when it was made already (by [`Runtime::check`]).
+    #[allow(clippy::too_many_arguments, reason = "the pipeline's state of one call, passed along once")]
     async fn checked(
         &self,
         tool: &LoadedTool,
         tool_use: &ToolUse,
         context: &Arc<BTreeMap<String, String>>,
-        cancel: &CancellationToken,
+        call: &PerCall<'_>,
         value: &Value,
         note: &str,
+        schema: Option<Result<String, ToolResult>>,
     ) -> Result<String, ToolResult> {
         let id = &tool_use.id;
-        let input = self.check_input(tool, id, value, note)?;
-        match self.invoke(tool, tool_use, context, Access::Nothing, cancel, Export::Validate(&input), Vec::new()).await
-        {
-            Ok(Returned::Validate(Ok(()))) => Ok(input),
-            Ok(Returned::Validate(Err(message))) => Err(ToolResult::error(
+        let input = match schema {
+            Some(checked) => checked?,
+            None => self.check_input(tool, id, value, note)?,
+        };
+        match self.invoke(tool, tool_use, context, Access::Nothing, call, Validate(&input), Vec::new()).await {
+            Ok(Ok(())) => Ok(input),
+            Ok(Err(message)) => Err(ToolResult::error(
                 id,
                 OutcomeKind::ValidateError,
                 format!("<tool_use_error>{message}{note}</tool_use_error>"),
             )),
-            Ok(_) => unreachable!("validate returns a validation result"),
             Err(f) => Err(failure(id, f, "validate")),
         }
     }
@@ -267,18 +254,17 @@ impl Runtime {
         tool_use: &ToolUse,
         view: &SessionView,
         access: Access,
-        cancel: &CancellationToken,
+        call: &PerCall<'_>,
         input: &str,
         approved: Vec<PathBuf>,
     ) -> (ToolResult, Updates) {
         let id = &tool_use.id;
         let name = &tool.info.name;
         let output =
-            match self.invoke(tool, tool_use, &view.context, access, cancel, Export::Call(input), approved).await {
-                Ok(Returned::Call(Ok(output))) => output,
-                Ok(Returned::Call(Err(e))) => return (tool_error(id, name, e, false), Updates::default()),
-                Ok(Returned::CallLimited(e)) => return (tool_error(id, name, e, true), Updates::default()),
-                Ok(_) => unreachable!("call returns a call result"),
+            match self.invoke(tool, tool_use, &view.context, access, call, Call(input), approved).await {
+                Ok(CallReturn::Output(output)) => output,
+                Ok(CallReturn::Failed(e)) => return (tool_error(id, name, e, false), Updates::default()),
+                Ok(CallReturn::Limited(e)) => return (tool_error(id, name, e, true), Updates::default()),
                 Err(f) => return (failure(id, f, "call"), Updates::default()),
             };
 
@@ -325,8 +311,9 @@ impl Runtime {
         input: &Value,
         (hook, hook_reason): (Option<Decision>, Option<&str>),
         view: &SessionView,
-        cancel: &CancellationToken,
+        call: &PerCall<'_>,
     ) -> Result<Vec<PathBuf>, ToolResult> {
+        let cancel = call.cancel();
         let name = &tool.info.name;
         let subject = subject_value(input, tool.info.permission_subject.as_deref());
         let req = Request {
@@ -399,7 +386,8 @@ impl Runtime {
             session_rule: name.clone(),
             suggested_rule: suggested.clone(),
         };
-        let Some(decider) = self.decider.as_ref().filter(|d| d.can_ask(&request)) else {
+        let decider = call.options.decider.as_ref().or(self.decider.as_ref());
+        let Some(decider) = decider.filter(|d| d.can_ask(&request)) else {
             asked("no_one_to_ask");
             if guarded.is_some() {
                 return Err(denied(format!(
@@ -506,7 +494,7 @@ impl Runtime {
 
     /// Input size and JSON Schema. Returns the input as JSON text for the guest. `note` is
     /// added to messages about a rewritten input.
-    fn check_input(&self, tool: &LoadedTool, id: &str, value: &Value, note: &str) -> Result<String, ToolResult> {
+    pub(crate) fn check_input(&self, tool: &LoadedTool, id: &str, value: &Value, note: &str) -> Result<String, ToolResult> {
         let name = &tool.info.name;
         let input = serde_json::to_string(value).unwrap_or_default();
         if input.len() > tool.limits.max_input_bytes {
@@ -544,16 +532,16 @@ impl Runtime {
     }
 
     #[allow(clippy::too_many_arguments, reason = "the pipeline's state of one call, passed along once")]
-    async fn invoke(
+    pub(crate) async fn invoke<E: Export>(
         &self,
         tool: &LoadedTool,
         tool_use: &ToolUse,
         context: &Arc<BTreeMap<String, String>>,
         access: Access,
-        cancel: &CancellationToken,
-        export: Export<'_>,
+        call: &PerCall<'_>,
+        export: E,
         approved: Vec<PathBuf>,
-    ) -> Result<Returned, Failure> {
+    ) -> Result<E::Output, Failure> {
         let compiled = tool.code.get(&self.engine).await.map_err(|m| {
             Failure::new(
                 OutcomeKind::HostError,
@@ -577,13 +565,15 @@ impl Runtime {
             context: context.clone(),
             namespace: tool.context_namespace.clone(),
             workspace_json: self.workspace_json.clone(),
-            progress: self
-                .events
-                .clone()
-                .map(|s| (s, Arc::from(tool_use.id.as_str()), Arc::from(tool.info.name.as_str()))),
+            progress: ProgressTo::new(
+                self.events.clone(),
+                call.options.progress.clone(),
+                &tool_use.id,
+                &tool.info.name,
+            ),
             hosts: match access {
                 Access::Nothing => None,
-                Access::Granted | Access::ReadOnly => CALL_HOSTS.try_with(Clone::clone).ok(),
+                Access::Granted | Access::ReadOnly => Some(call.hosts.clone()),
             },
         };
         let cx = InvokeCtx {
@@ -599,8 +589,9 @@ impl Runtime {
                 Access::Granted => Some(&tool.effective),
                 Access::ReadOnly => Some(&tool.effective_read_only),
             },
+            net: &tool.net_patterns,
             pool: Some(&tool.pure_pool),
-            cancel,
+            cancel: call.cancel(),
             tls: &self.tls,
             fs,
         };
@@ -625,12 +616,6 @@ impl Runtime {
             sink(event());
         }
     }
-}
-
-/// A failure as an error result; the stage is named when it is not the call itself.
-fn failure(id: &str, f: Failure, stage: &str) -> ToolResult {
-    let message = if stage == "call" { f.message } else { format!("{} (in `{stage}`)", f.message) };
-    ToolResult::error(id, f.kind, message)
 }
 
 /// Hook output for the model: each additional context, and the feedback of a PostToolUse
@@ -680,18 +665,4 @@ fn tool_response(result: &ToolResult) -> Value {
         [ContentBlock::Text { text }] => Value::String(text.clone()),
         blocks => serde_json::to_value(blocks).unwrap_or(Value::Null),
     }
-}
-
-/// The result of a `call` that returned `tool-error`: its kind from the variant, or
-/// `network_limit` when a network limit stopped the call (`limited`).
-fn tool_error(id: &str, name: &str, error: WitToolError, limited: bool) -> ToolResult {
-    let (kind, message) = match error {
-        WitToolError::InvalidInput(m) => (OutcomeKind::InvalidInput, m),
-        WitToolError::Denied(m) => (OutcomeKind::Denied, m),
-        WitToolError::Failed(m) => (OutcomeKind::Failed, m),
-    };
-    let kind = if limited { OutcomeKind::NetworkLimit } else { kind };
-    let message =
-        if message.trim().is_empty() { format!("Tool {name} failed ({kind}) without a message.") } else { message };
-    ToolResult::error(id, kind, message)
 }

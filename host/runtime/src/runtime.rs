@@ -10,6 +10,7 @@ use crate::hooks::{CommandHooks, Hooks};
 use crate::loader::{self, Origin, ToolInfo, ToolSource};
 use crate::permission::{PermissionDecider, Permissions};
 use crate::pinning::{hook_scripts, pin_dirs};
+use crate::schedule::Scheduler;
 use crate::spill::SpillDir;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use toolhost_policy::{
 };
 
 /// A tool ready to be called.
+#[non_exhaustive]
 pub struct LoadedTool {
     /// Its schema.
     pub info: ToolInfo,
@@ -31,10 +33,14 @@ pub struct LoadedTool {
     pub size: usize,
     /// The operator's grant for it (before intersection with the ceiling).
     pub grant: Grant,
+    /// Where [`grant`](Self::grant) came from.
+    pub grant_from: GrantFrom,
     /// What it actually gets: ceiling ∩ grant.
     pub effective: EffectiveGrant,
     /// The same, read-only: what it gets inside a parallel batch.
     pub effective_read_only: EffectiveGrant,
+    /// The effective grant's network patterns, parsed once here rather than at every call.
+    pub(crate) net_patterns: Arc<[toolhost_policy::NetPattern]>,
     /// Its limits.
     pub limits: Limits,
     /// What its grant allows that the operator may not have meant (`env = ["*"]`, `net =
@@ -61,6 +67,26 @@ impl LoadedTool {
     /// The context namespace its keys live in (see [`crate::Session::get`]).
     pub fn context_namespace(&self) -> &str {
         &self.context_namespace
+    }
+}
+
+/// Where a tool's grant came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum GrantFrom {
+    /// Its `[tools.NAME] grant` in the config.
+    Config,
+    /// The runtime's default grant (`RuntimeBuilder::default_grant`; read-write workspace).
+    Default,
+}
+
+impl std::fmt::Display for GrantFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            GrantFrom::Config => "config",
+            GrantFrom::Default => "default",
+        })
     }
 }
 
@@ -98,6 +124,7 @@ pub struct RuntimeBuilder {
     protected: Vec<(PathBuf, String)>,
     /// `Some(false)`: the engine `build` makes allocates instances on demand.
     pooling: Option<bool>,
+    scheduler: Option<Arc<Scheduler>>,
 }
 
 impl RuntimeBuilder {
@@ -114,6 +141,14 @@ impl RuntimeBuilder {
     /// `limits.max_concurrency`, else 10). Must be at least 1.
     pub fn max_concurrency(mut self, n: usize) -> Self {
         self.max_concurrency = Some(n);
+        self
+    }
+    /// Queue calls in `scheduler`, shared with other runtimes (an MCP server keeps one across
+    /// reloads, so calls on the old runtime and the new one still take turns). Its limit is its
+    /// owner's to set ([`Scheduler::set_limit`]), not changed here. Without one, the runtime
+    /// has its own, limited to `max_concurrency`.
+    pub fn scheduler(mut self, scheduler: Arc<Scheduler>) -> Self {
+        self.scheduler = Some(scheduler);
         self
     }
     /// Share an existing engine (one per process is best). Without one, `build` makes one
@@ -224,7 +259,7 @@ impl RuntimeBuilder {
                 let fuel = self.config.limits_for("").fuel.is_some()
                     || self.config.tools.keys().any(|t| self.config.limits_for(t).fuel.is_some());
                 let pooling = self.pooling.unwrap_or(true);
-                ToolEngine::new(&EngineOptions { fuel, pooling, ..EngineOptions::default() })?
+                ToolEngine::new(&EngineOptions::default().fuel(fuel).pooling(pooling))?
             }
         };
         let workspace_json: Arc<str> =
@@ -271,6 +306,7 @@ impl RuntimeBuilder {
             cache,
             fs_policy: Arc::new(fs_policy),
             events: self.events,
+            scheduler: self.scheduler.unwrap_or_else(|| Scheduler::new(max_concurrency)),
             max_concurrency,
             max_context_bytes,
             tools: BTreeMap::new(),
@@ -296,6 +332,8 @@ pub struct Runtime {
     pub(crate) spill: SpillDir,
     pub(crate) events: Option<EventSink>,
     pub(crate) max_concurrency: usize,
+    /// Where calls take turns (`max_concurrency` safe calls at once, others alone).
+    pub(crate) scheduler: Arc<Scheduler>,
     /// The bound of each session's context (`limits.max_context_bytes`).
     pub(crate) max_context_bytes: usize,
     pub(crate) tools: BTreeMap<String, Arc<LoadedTool>>,
@@ -336,6 +374,12 @@ impl Runtime {
     /// builder's value).
     pub fn max_concurrency(&self) -> usize {
         self.max_concurrency
+    }
+
+    /// The queue this runtime's calls take turns in: take a [`crate::Ticket`] when a call
+    /// arrives, to run it later with [`Runtime::call_admitted`] in arrival order.
+    pub fn scheduler(&self) -> &Arc<Scheduler> {
+        &self.scheduler
     }
 
     /// The permission mode in force.
@@ -506,7 +550,10 @@ impl Runtime {
                 });
             }
         }
-        let grant = tool_config.and_then(|t| t.grant().cloned()).unwrap_or_else(|| self.default_grant.clone());
+        let (grant, grant_from) = match tool_config.and_then(|t| t.grant()) {
+            Some(grant) => (grant.clone(), GrantFrom::Config),
+            None => (self.default_grant.clone(), GrantFrom::Default),
+        };
         let mut effective = effective_grant(&info.capabilities, &grant, &self.workspace);
         effective.allow_private_network = tool_config.is_some_and(|t| t.allow_private_network);
         if info.read_only {
@@ -567,7 +614,9 @@ impl Runtime {
             sha256: code.sha256().to_string(),
             size: source.bytes.len(),
             grant,
+            grant_from,
             effective_read_only: effective.read_only(),
+            net_patterns: crate::net::compile_patterns(&effective.net),
             effective,
             limits,
             validator,

@@ -45,7 +45,7 @@ pub(crate) struct ContextFull {
 /// parallel).
 #[derive(Debug, Default)]
 pub struct Session {
-    context: RwLock<Context>,
+    context: Arc<RwLock<Context>>,
     /// Tools a person allowed for the rest of this session ("always"): never shared with
     /// another session, kept across reloads of the tools.
     allowed: Arc<Mutex<BTreeSet<String>>>,
@@ -79,6 +79,21 @@ pub(crate) struct SessionView {
     pub allowed: Arc<Mutex<BTreeSet<String>>>,
 }
 
+/// A session as a task that outlives the borrow sees it: only to take a [`SessionView`].
+#[derive(Clone)]
+pub(crate) struct SessionHandle {
+    context: Arc<RwLock<Context>>,
+    allowed: Arc<Mutex<BTreeSet<String>>>,
+}
+
+impl SessionHandle {
+    /// The context as it is now.
+    pub(crate) fn view(&self) -> SessionView {
+        let context = self.context.read().unwrap_or_else(|e| e.into_inner()).clone();
+        SessionView { context: context.map, bytes: context.bytes, allowed: self.allowed.clone() }
+    }
+}
+
 impl SessionView {
     /// Whether a person allowed `tool` for the rest of the session.
     pub(crate) fn allows(&self, tool: &str) -> bool {
@@ -100,7 +115,7 @@ impl Session {
     pub fn restore(saved: SavedSession) -> Self {
         let bytes = saved.context.iter().map(|(k, v)| k.len() + v.len()).sum();
         Session {
-            context: RwLock::new(Context { map: Arc::new(saved.context), bytes }),
+            context: Arc::new(RwLock::new(Context { map: Arc::new(saved.context), bytes })),
             allowed: Arc::new(Mutex::new(saved.allowed)),
         }
     }
@@ -134,8 +149,12 @@ impl Session {
     }
 
     pub(crate) fn view(&self) -> SessionView {
-        let context = self.context.read().unwrap_or_else(|e| e.into_inner()).clone();
-        SessionView { context: context.map, bytes: context.bytes, allowed: self.allowed.clone() }
+        self.handle().view()
+    }
+
+    /// What a call's task keeps to take its view when the scheduler admits it.
+    pub(crate) fn handle(&self) -> SessionHandle {
+        SessionHandle { context: self.context.clone(), allowed: self.allowed.clone() }
     }
 
     /// Apply one call's updates, in order, inside `namespace`: `Some(value)` sets, `None`

@@ -2,6 +2,7 @@
 //! output, and what `host.progress` / `host.context-get` need.
 
 use crate::bindings::{HostImports, TypesHost};
+use crate::call::{Progress, ProgressFn};
 use crate::capture::CapturePipe;
 use crate::event::{Event, EventSink};
 use crate::fsguard::{FsGuard, GuardedFs};
@@ -35,10 +36,36 @@ pub(crate) struct CallEnv {
     pub namespace: Arc<str>,
     /// The workspace path as JSON text, answered for [`crate::WORKSPACE_KEY`].
     pub workspace_json: Arc<str>,
-    /// Where progress goes, with the call's id and tool name.
-    pub progress: Option<(EventSink, Arc<str>, Arc<str>)>,
+    /// Where progress goes, if anywhere.
+    pub progress: Option<ProgressTo>,
     /// Where the hosts the call tries to reach are recorded (for the audit log), if anywhere.
     pub hosts: Option<crate::net::HostLog>,
+}
+
+/// Where one call's progress messages go: the runtime's event sink and the call's own
+/// [`crate::CallOptions::progress`], with the call's id and tool name.
+#[derive(Clone)]
+pub(crate) struct ProgressTo {
+    events: Option<EventSink>,
+    callback: Option<ProgressFn>,
+    id: Arc<str>,
+    tool: Arc<str>,
+}
+
+impl ProgressTo {
+    /// `None` when nobody listens.
+    pub(crate) fn new(events: Option<EventSink>, callback: Option<ProgressFn>, id: &str, tool: &str) -> Option<Self> {
+        (events.is_some() || callback.is_some()).then(|| ProgressTo { events, callback, id: id.into(), tool: tool.into() })
+    }
+
+    fn send(&self, message: String) {
+        if let Some(callback) = &self.callback {
+            callback(Progress { tool_use_id: &self.id, tool: &self.tool, message: &message });
+        }
+        if let Some(sink) = &self.events {
+            sink(Event::Progress { id: self.id.to_string(), tool: self.tool.to_string(), message });
+        }
+    }
 }
 
 /// Sums linear memory over every memory of the instance and refuses growth past the limit,
@@ -112,6 +139,28 @@ impl HostState {
         }
     }
 
+    /// Make the state ready for one export call: its environment in, and nothing left from an
+    /// earlier call of a pooled instance (captured stderr, counters, why it was stopped).
+    pub(crate) fn begin(&mut self, env: CallEnv) {
+        self.env = env;
+        self.stderr.clear();
+        self.progress_sent = 0;
+        self.interrupt = None;
+        self.limiter.hit = false;
+    }
+
+    /// The export call is over and the instance goes back to its pool: drop what belongs to
+    /// the call (its context snapshot, where its progress went), so nothing of it outlives it.
+    pub(crate) fn end(&mut self) {
+        self.env = CallEnv {
+            context: Arc::default(),
+            namespace: self.env.namespace.clone(),
+            workspace_json: self.env.workspace_json.clone(),
+            progress: None,
+            hosts: None,
+        };
+    }
+
     /// The guarded `wasi:filesystem` view (see fsguard.rs).
     pub(crate) fn guarded_fs(&mut self) -> GuardedFs<'_> {
         GuardedFs {
@@ -153,9 +202,8 @@ impl HostImports for HostState {
             return;
         }
         self.progress_sent += 1;
-        if let Some((sink, id, tool)) = &self.env.progress {
-            let message: String = message.chars().take(MAX_PROGRESS_CHARS).collect();
-            sink(Event::Progress { id: id.to_string(), tool: tool.to_string(), message });
+        if let Some(progress) = &self.env.progress {
+            progress.send(message.chars().take(MAX_PROGRESS_CHARS).collect());
         }
     }
 

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Read;
 use std::path::PathBuf;
-use toolhost::{ContentBlock, Session, ToolUse};
+use toolhost::{CallOptions, ContentBlock, Session, ToolUse};
 
 #[derive(Args, Debug)]
 pub struct CallCommand {
@@ -56,7 +56,8 @@ impl CallCommand {
             _ => Session::new(),
         };
         let cancel = setup::cancel_on_signal();
-        let result = loaded.runtime.call_cancellable(&session, &ToolUse::new(self.id, self.tool, input), &cancel).await;
+        let call = ToolUse::new(self.id, self.tool, input);
+        let result = loaded.runtime.call(&session, &call, CallOptions::new().cancel(cancel)).await;
         if let Some(path) = &self.session {
             let text = serde_json::to_string_pretty(&session.save())?;
             setup::replace_file(path, text.as_bytes())

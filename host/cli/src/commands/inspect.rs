@@ -25,7 +25,7 @@ struct Granted {
     /// The network patterns within it (empty: no name lookups, sockets or HTTP at all).
     net: Vec<String>,
     /// `config` if the config has a `grant` for this tool, else `default`.
-    grant_from: &'static str,
+    grant_from: toolhost::GrantFrom,
 }
 
 /// Load the component into a runtime built like every other command's (same config, same
@@ -35,17 +35,17 @@ struct Granted {
 async fn granted_here(global: &GlobalArgs, engine: &ToolEngine, source: ToolSource) -> Result<Granted, String> {
     let config = setup::load_config(global).map_err(|e| format!("{e:#}"))?;
     let workspace = setup::workspace(global).map_err(|e| format!("{e:#}"))?;
-    let mut builder = Runtime::builder().engine(engine.clone()).workspace(workspace).config(config.clone());
+    let mut builder = Runtime::builder().engine(engine.clone()).workspace(workspace).config(config);
     if let Some(dir) = setup::cache_dir() {
         builder = builder.cache_dir(dir);
     }
-    let mut runtime = builder.build().map_err(|e| e.to_string())?;
-    let name = runtime.load(source).await.map_err(|e| e.to_string())?;
+    let mut runtime = builder.build().map_err(|e| format!("{:#}", anyhow::Error::new(e)))?;
+    let name = runtime.load(source).await.map_err(|e| format!("{:#}", anyhow::Error::new(e)))?;
     let tool = runtime.tool(&name).ok_or_else(|| format!("{name} did not stay loaded"))?;
     Ok(Granted {
         grant: tool.effective.capabilities().iter().map(ToString::to_string).collect(),
         net: tool.effective.net.clone(),
-        grant_from: if config.tools.get(&name).and_then(|t| t.grant()).is_some() { "config" } else { "default" },
+        grant_from: tool.grant_from,
     })
 }
 

@@ -26,18 +26,43 @@ fn same(a: &[toolhost::policy::Capability], b: &[toolhost::policy::Capability]) 
     set(a) == set(b)
 }
 
+/// What a tool gets, and why, in one line: the grant it gets, then where that grant came from
+/// and what narrowed it (its ceiling, or its being read-only), so that a tool granted less
+/// than the operator's grant does not read as a contradiction.
+fn gets(tool: &toolhost::LoadedTool, workspace: &std::path::Path) -> String {
+    let effective = tool.effective.capabilities();
+    let asked = tool.grant.capabilities(workspace);
+    let from = match tool.grant_from {
+        toolhost::GrantFrom::Config => format!("its [tools.{}] grant", tool.info.name),
+        _ => "the default grant".to_string(),
+    };
+    if same(&asked, &effective) {
+        return format!("{} ({from})", caps(&effective));
+    }
+    let why = if tool.info.read_only && !effective.is_empty() {
+        "narrowed to reading (a read-only tool) and to its ceiling"
+    } else {
+        "narrowed to its ceiling"
+    };
+    if effective.is_empty() {
+        format!(
+            "nothing: {from}, {}, is outside its ceiling; grant what it needs in [tools.{}] grant",
+            caps(&asked),
+            tool.info.name
+        )
+    } else {
+        format!("{}: {from}, {}, {why}", caps(&effective), caps(&asked))
+    }
+}
+
 impl ListCommand {
     pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
         let loaded = setup::load(global, false).await?;
         let rt = &loaded.runtime;
-        // Already read (and checked) by `setup::load`; here only to tell where a grant comes from.
-        let config = setup::load_config(global)?;
         // Installed tools: who signed them, as the lock and [trust] say.
+        let config = setup::load_config(global)?;
         let lock = crate::install::lock_for(global).map(|(_, l)| l).unwrap_or_default();
         let signer = |tool: &str| crate::install::signer_shown(&config, tool, &lock);
-        let grant_from = |tool: &str| {
-            if config.tools.get(tool).and_then(|t| t.grant()).is_some() { "config" } else { "default" }
-        };
         if self.json {
             let tools: Vec<_> = rt
                 .tools()
@@ -51,7 +76,7 @@ impl ListCommand {
                         "ceiling": t.info.capabilities.iter().map(ToString::to_string).collect::<Vec<_>>(),
                         "grant": strings(&t.effective.capabilities()),
                         "operator_grant": strings(&t.grant.capabilities(rt.workspace())),
-                        "operator_grant_from": grant_from(&t.info.name),
+                        "operator_grant_from": t.grant_from.to_string(),
                         "origin": t.origin.to_string(),
                         "signer": signer(&t.info.name),
                         "sha256": t.sha256,
@@ -71,14 +96,9 @@ impl ListCommand {
                 let first = t.info.description.lines().next().unwrap_or("");
                 crate::output::outln!("  {first}");
                 crate::output::outln!("  ceiling: {}", caps(&t.info.capabilities));
-                crate::output::outln!("  granted: {}", caps(&t.effective.capabilities()));
+                crate::output::outln!("  gets: {}", gets(t, rt.workspace()));
                 if let Some(signer) = signer(&t.info.name) {
                     crate::output::outln!("  signer: {signer}");
-                }
-                // What the operator asked for, when the ceiling (or a missing directory) cut it.
-                let asked = t.grant.capabilities(rt.workspace());
-                if !same(&asked, &t.effective.capabilities()) {
-                    crate::output::outln!("  grant ({}): {}", grant_from(&t.info.name), caps(&asked));
                 }
                 for warning in &t.warnings {
                     crate::output::outln!("  warning: {warning}");

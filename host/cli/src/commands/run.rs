@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
-use toolhost::{OutcomeKind, Session, Submission, ToolResult, ToolUse};
+use toolhost::{CallOptions, OutcomeKind, Session, Submission, ToolResult, ToolUse};
 
 #[derive(Args, Debug)]
 pub struct RunCommand {
@@ -50,7 +50,7 @@ impl RunCommand {
         let mut results = Vec::new();
         let jsonl = self.jsonl;
         runtime
-            .run_turn(&session, rx, &cancel, |r| {
+            .run_turn(&session, rx, CallOptions::new().cancel(cancel.clone()), |r| {
                 if jsonl {
                     match serde_json::to_string(&r) {
                         Ok(line) => outln!("{line}"),

@@ -4,15 +4,14 @@
 //! permissions, sandbox, limits); any failure is a result with `isError`, never a JSON-RPC
 //! error. Asks go to the client through elicitation when it supports it, else are denials
 //! naming the rule to add; "allow for this session" holds for that MCP session only. Calls of
-//! every connection together run at most `max_concurrency` at once, in arrival order
-//! ([`schedule`]); a session with [`server::MAX_QUEUED_PER_SESSION`] calls waiting gets a
+//! every connection together run at most `max_concurrency` at once, in arrival order (the
+//! runtime's [`toolhost::Scheduler`], kept across reloads); a session with [`server::MAX_QUEUED_PER_SESSION`] calls waiting gets a
 //! JSON-RPC error for the next. A changed `--tools` directory or config file is reloaded and
 //! the clients are sent `notifications/tools/list_changed`. stdout carries only the protocol;
 //! logs go to stderr.
 
 mod http;
 mod pipes;
-pub mod schedule;
 mod server;
 pub mod stdio;
 mod token;
@@ -20,7 +19,7 @@ mod token;
 use crate::setup::{self, GlobalArgs};
 use anyhow::{Context, Result};
 use clap::Args;
-use server::{ElicitDecider, McpServer, Routes, Shared};
+use server::{McpServer, Shared};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -53,19 +52,16 @@ const POLL: Duration = Duration::from_secs(1);
 
 impl McpCommand {
     pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
-        let routes = Arc::new(Routes::default());
-        let events = server::event_sink(routes.clone());
-        let decider: Arc<dyn toolhost::PermissionDecider> = Arc::new(ElicitDecider { routes: routes.clone() });
+        let events = server::event_sink();
         let mut global = global.clone();
         if let Some(path) = &self.token_file {
             // A tool that could write it would choose the next start's token.
             global.protect.push((path.clone(), "the MCP bearer token file".into()));
         }
         let global = &global;
-        let loaded = setup::load_with(global, events.clone(), Some(decider.clone())).await?;
-        let limit = loaded.runtime.max_concurrency();
-        let shared = Shared::new(global.clone(), loaded.runtime, routes, limit);
-        let watcher = tokio::spawn(watch(shared.clone(), events, decider));
+        let loaded = setup::load_with(global, events.clone(), None).await?;
+        let shared = Shared::new(global.clone(), loaded.runtime);
+        let watcher = tokio::spawn(watch(shared.clone(), events));
         let served = match &self.http {
             None => serve_stdio(shared).await,
             Some(addr) => {
@@ -123,7 +119,7 @@ fn fingerprint(args: &GlobalArgs) -> Fingerprint {
 /// Poll for changes; once a change has settled (the same for one more poll, so a file being
 /// written is not loaded half-way), reload and tell the clients if the tool list changed. A
 /// reload that fails (e.g. a config error) keeps the tools in service.
-async fn watch(shared: Arc<Shared>, events: toolhost::EventSink, decider: Arc<dyn toolhost::PermissionDecider>) {
+async fn watch(shared: Arc<Shared>, events: toolhost::EventSink) {
     let mut loaded = fingerprint(&shared.args);
     let mut seen = loaded.clone();
     loop {
@@ -137,12 +133,11 @@ async fn watch(shared: Arc<Shared>, events: toolhost::EventSink, decider: Arc<dy
             continue;
         }
         loaded = seen.clone();
-        match setup::load_with(&shared.args, events.clone(), Some(decider.clone())).await {
+        match setup::load_with(&shared.args, events.clone(), Some(shared.scheduler.clone())).await {
             Ok(reloaded) => {
                 let before = serde_json::to_value(server::tool_list(&shared.runtime())).ok();
                 let after = serde_json::to_value(server::tool_list(&reloaded.runtime)).ok();
-                let limit = reloaded.runtime.max_concurrency();
-                shared.replace_runtime(reloaded.runtime, limit);
+                shared.replace_runtime(reloaded.runtime);
                 tracing::info!("tools reloaded");
                 if before != after {
                     shared.notify_tools_changed();

@@ -1,12 +1,12 @@
 //! The MCP server itself: `tools/list` from the registry, `tools/call` through the whole
-//! pipeline, progress and elicitation routed to the connection a call came from.
+//! pipeline, each call's progress and questions sent on the connection it came from (passed
+//! with the call in its [`CallOptions`]).
 //!
 //! One [`McpServer`] per MCP session (the stdio connection, or one HTTP `Mcp-Session-Id`), each
 //! with its own [`Session`]: the context map and what its user allowed "for this session". The
 //! runtime is shared and replaced on reload; the sessions are not, so an "always" survives a
 //! reload and never reaches another session.
 
-use super::schedule::{Scheduler, Ticket};
 use crate::setup::GlobalArgs;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
@@ -18,18 +18,19 @@ use rmcp::service::{ElicitationMode, NotificationContext, Peer, RequestContext, 
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::mpsc;
-use toolhost::{AskAnswer, AskRequest, Event, PermissionDecider, Runtime, Session, ToolResult, ToolUse};
+use toolhost::{
+    AskAnswer, AskRequest, CallOptions, Event, PermissionDecider, Runtime, Scheduler, Session, Ticket, ToolResult,
+    ToolUse,
+};
 
-/// What every connection shares: the runtime (swapped on reload), the call queue, and where
-/// each running call's progress and questions go.
+/// What every connection shares: the runtime (swapped on reload) and its call queue, which
+/// outlives reloads (calls on the old runtime and the new one take turns in it).
 pub struct Shared {
     pub args: GlobalArgs,
     runtime: RwLock<Arc<Runtime>>,
-    pub routes: Arc<Routes>,
     pub scheduler: Arc<Scheduler>,
     /// Connections to tell about a changed tool list.
     peers: Mutex<Vec<Peer<RoleServer>>>,
@@ -37,13 +38,13 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// `max_concurrency`: the most calls running at once, over every connection.
-    pub fn new(args: GlobalArgs, runtime: Runtime, routes: Arc<Routes>, max_concurrency: usize) -> Arc<Self> {
+    /// `runtime` queues its calls in its scheduler ([`Runtime::scheduler`]); reloaded
+    /// runtimes are built with the same one.
+    pub fn new(args: GlobalArgs, runtime: Runtime) -> Arc<Self> {
         Arc::new(Shared {
             args,
+            scheduler: runtime.scheduler().clone(),
             runtime: RwLock::new(Arc::new(runtime)),
-            routes,
-            scheduler: Scheduler::new(max_concurrency),
             peers: Mutex::new(Vec::new()),
             next_call: AtomicU64::new(1),
         })
@@ -53,11 +54,11 @@ impl Shared {
         self.runtime.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Put a reloaded runtime in place (running calls finish on the old one), with its
-    /// `max_concurrency`.
-    pub fn replace_runtime(&self, runtime: Runtime, max_concurrency: usize) {
+    /// Put a reloaded runtime in place (running calls finish on the old one); it was built
+    /// with [`Shared::scheduler`], whose limit becomes its `max_concurrency`.
+    pub fn replace_runtime(&self, runtime: Runtime) {
+        self.scheduler.set_limit(runtime.max_concurrency());
         *self.runtime.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(runtime);
-        self.scheduler.set_limit(max_concurrency);
     }
 
     /// Send `notifications/tools/list_changed` to every open connection.
@@ -100,77 +101,33 @@ pub fn tool_list(runtime: &Runtime) -> Vec<Tool> {
         .collect()
 }
 
-/// Running calls by tool_use id: the connection they came from and, when the request carried a
-/// `progressToken`, the channel their progress is forwarded on.
-#[derive(Default)]
-pub struct Routes {
-    calls: Mutex<HashMap<String, Route>>,
-}
-
-struct Route {
+/// Where a call's progress goes when its request carried a `progressToken`: each message
+/// becomes a `notifications/progress` (progress 1, 2, …) on the call's connection, sent in
+/// order by the returned task, which ends once the sender is dropped.
+fn progress_forwarder(
     peer: Peer<RoleServer>,
-    progress: Option<mpsc::UnboundedSender<String>>,
-}
-
-impl Routes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Route>> {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Route call `id`. With a progress token, its progress messages become
-    /// `notifications/progress` (progress 1, 2, …), sent in order by the returned task.
-    fn open(
-        &self,
-        id: &str,
-        peer: Peer<RoleServer>,
-        token: Option<ProgressToken>,
-    ) -> Option<tokio::task::JoinHandle<()>> {
-        let (progress, forwarder) = match token {
-            Some(token) => {
-                let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-                let peer = peer.clone();
-                let task = tokio::spawn(async move {
-                    let mut n = 0.0;
-                    while let Some(message) = rx.recv().await {
-                        n += 1.0;
-                        let mut param = ProgressNotificationParam::new(token.clone(), n);
-                        param.message = Some(message);
-                        if let Err(e) = peer.notify_progress(param).await {
-                            tracing::debug!("cannot send progress: {e}");
-                        }
-                    }
-                });
-                (Some(tx), Some(task))
+    token: ProgressToken,
+) -> (mpsc::UnboundedSender<String>, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let task = tokio::spawn(async move {
+        let mut n = 0.0;
+        while let Some(message) = rx.recv().await {
+            n += 1.0;
+            let mut param = ProgressNotificationParam::new(token.clone(), n);
+            param.message = Some(message);
+            if let Err(e) = peer.notify_progress(param).await {
+                tracing::debug!("cannot send progress: {e}");
             }
-            None => (None, None),
-        };
-        self.lock().insert(id.to_string(), Route { peer, progress });
-        forwarder
-    }
-
-    fn close(&self, id: &str) {
-        self.lock().remove(id);
-    }
-
-    /// Called from the runtime's event sink (must not block).
-    pub fn progress(&self, id: &str, message: &str) {
-        if let Some(Route { progress: Some(tx), .. }) = self.lock().get(id) {
-            let _ = tx.send(message.to_string());
         }
-    }
-
-    fn peer(&self, id: &str) -> Option<Peer<RoleServer>> {
-        self.lock().get(id).map(|r| r.peer.clone())
-    }
+    });
+    (tx, task)
 }
 
-/// The runtime's events: progress to the call's client, the rest to the log (stderr).
-pub fn event_sink(routes: Arc<Routes>) -> toolhost::EventSink {
+/// The runtime's events, to the log (stderr); progress reaches clients through each call's
+/// options.
+pub fn event_sink() -> toolhost::EventSink {
     Arc::new(move |event| match &event {
-        Event::Progress { id, tool, message } => {
-            tracing::debug!("{tool} ({id}): {message}");
-            routes.progress(id, message);
-        }
+        Event::Progress { id, tool, message } => tracing::debug!("{tool} ({id}): {message}"),
         Event::HookFailed { id, tool, hook_event, hook, message } => {
             tracing::warn!("{hook_event} hook [{hook}] for {tool} ({id}) failed: {message}");
         }
@@ -178,11 +135,11 @@ pub fn event_sink(routes: Arc<Routes>) -> toolhost::EventSink {
     })
 }
 
-/// Puts `ask` decisions to the user through `elicitation/create` on the connection the call
-/// came from, when that client declared the elicitation capability; otherwise nobody can be
-/// asked and the runtime denies the call, naming the rule to add.
-pub struct ElicitDecider {
-    pub routes: Arc<Routes>,
+/// Puts a call's `ask` decisions to the user through `elicitation/create` on the connection the
+/// call came from, when that client declared the elicitation capability; otherwise nobody can
+/// be asked and the runtime denies the call, naming the rule to add.
+struct ElicitDecider {
+    peer: Peer<RoleServer>,
 }
 
 const ALLOW_ONCE: &str = "allow once";
@@ -191,16 +148,12 @@ const DENY: &str = "deny";
 
 #[async_trait::async_trait]
 impl PermissionDecider for ElicitDecider {
-    fn can_ask(&self, request: &AskRequest) -> bool {
-        self.routes
-            .peer(&request.tool_use_id)
-            .is_some_and(|peer| peer.supported_elicitation_modes().contains(&ElicitationMode::Form))
+    fn can_ask(&self, _request: &AskRequest) -> bool {
+        self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form)
     }
 
     async fn ask(&self, request: &AskRequest) -> AskAnswer {
-        let Some(peer) = self.routes.peer(&request.tool_use_id) else {
-            return AskAnswer::Deny(Some("the client that made the call is gone".into()));
-        };
+        let peer = &self.peer;
         let what = match &request.subject {
             Some(subject) => format!("{} on {subject}", request.tool),
             None => request.tool.clone(),
@@ -386,27 +339,31 @@ impl ServerHandler for McpServer {
         };
         let id = format!("toolu_mcp_{}", self.shared.next_call.fetch_add(1, Ordering::Relaxed));
         let input = Value::Object(request.arguments.unwrap_or_default());
-        let tool_use = ToolUse::new(&id, &name, input);
         let cancel = context.ct.clone();
-        let forwarder = self.shared.routes.open(&id, context.peer.clone(), context.meta.get_progress_token());
+        let mut options =
+            CallOptions::new().cancel(cancel.clone()).decider(Arc::new(ElicitDecider { peer: context.peer.clone() }));
+        let mut forwarder = None;
+        if let Some(token) = context.meta.get_progress_token() {
+            let (tx, task) = progress_forwarder(context.peer.clone(), token);
+            options = options.progress(move |p| {
+                let _ = tx.send(p.message.to_string());
+            });
+            forwarder = Some(task);
+        }
 
         let result = async {
-            let safe = runtime.is_concurrency_safe(&tool_use).await;
-            let _running = tokio::select! {
-                running = ticket.admit(safe) => running,
+            let call = runtime.check(ToolUse::new(&id, &name, input)).await;
+            let admitted = tokio::select! {
+                admitted = ticket.admit(call.is_concurrency_safe()) => admitted,
                 () = cancel.cancelled() => return None,
             };
             drop(waiting);
-            Some(if safe {
-                runtime.call_concurrent(&self.session, &tool_use, &cancel).await
-            } else {
-                runtime.call_cancellable(&self.session, &tool_use, &cancel).await
-            })
+            Some(runtime.call_admitted(&self.session, call, admitted, options).await)
         }
         .await;
 
-        self.shared.routes.close(&id);
-        // Every progress notification goes out before the result.
+        // Every progress notification goes out before the result (the options, and with them
+        // the sender, are gone: the forwarder ends once it has sent what it holds).
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
         }

@@ -14,7 +14,7 @@
 //! directly, one whole line at a time under the same lock: no hand-off to the writer task and
 //! back for each of them.
 
-use super::schedule::Scheduler;
+use toolhost::Scheduler;
 use rmcp::RoleServer;
 use rmcp::model::{ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};

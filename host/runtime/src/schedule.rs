@@ -1,21 +1,46 @@
-//! Arrival-order scheduling of `tools/call` requests, as Claude Code runs a turn's calls:
-//! concurrency-safe calls run side by side, at most the runtime's `max_concurrency` of them at
-//! once, any other call runs alone, and no call overtakes one that arrived before it (a safe
-//! call waits for an earlier unsafe one, and the other way round). Like a fair read-write lock
-//! whose mode is known only once the call is classified, with a bounded number of readers.
+//! The one scheduler of calls: as Claude Code runs a turn's calls, concurrency-safe calls run
+//! side by side, at most `max_concurrency` of them at once, any other call runs alone, and no
+//! call overtakes one that arrived before it (a safe call waits for an earlier unsafe one, and
+//! the other way round). Like a fair read-write lock whose mode is known only once the call is
+//! classified, with a bounded number of readers. A turn ([`crate::Runtime::run_turn`]), a JSONL
+//! stream and MCP requests from several clients all queue here, so they share one order.
 //!
-//! A call takes a [`Ticket`] when it arrives (on stdio, when its line is read, so the order is
-//! the wire order), is classified (`is-concurrency-safe`), then waits for its turn with
-//! [`Ticket::admit`]. A ticket dropped before admission (a cancelled or refused request) is
+//! A call takes a [`Ticket`] when it arrives (on MCP's stdio, when its line is read, so the
+//! order is the wire order), is classified ([`crate::Runtime::check`]), then waits for its turn
+//! with [`Ticket::admit`]. A ticket dropped before admission (a cancelled or refused request) is
 //! skipped, so nothing waits on it forever.
+//!
+//! **Periods.** Safe calls admitted while other safe calls run form one *period*. A turn applies
+//! its context updates when the period is over, in call order, before any later call starts (so
+//! an unsafe call sees every update of the parallel calls before it, and parallel calls never see
+//! each other's). For that, a finished safe call may turn its [`Running`] into a [`Hold`]: it no
+//! longer counts against `max_concurrency`, but nothing new is admitted once no safe call runs
+//! until every hold is dropped. [`Scheduler::period_over`] says when a holder should apply.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
-/// The queue of calls of one server (shared by every connection: they share the workspace).
+/// The queue of calls: one per runtime by default, or one shared by several runtimes (an MCP
+/// server keeps its scheduler across reloads, so calls on the old and the new runtime still
+/// take turns).
 pub struct Scheduler {
     state: Mutex<State>,
+    /// Woken when the last running safe call of a period finishes while holds remain.
+    period_end: Notify,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.lock();
+        f.debug_struct("Scheduler")
+            .field("queued", &state.queue.len())
+            .field("running_safe", &state.running_safe)
+            .field("running_unsafe", &state.running_unsafe)
+            .field("holds", &state.holds)
+            .field("limit", &state.limit)
+            .finish()
+    }
 }
 
 struct State {
@@ -23,6 +48,8 @@ struct State {
     queue: VecDeque<Entry>,
     running_safe: usize,
     running_unsafe: bool,
+    /// Finished safe calls whose updates are not applied yet ([`Hold`]).
+    holds: usize,
     /// The most calls running at once (at least 1).
     limit: usize,
 }
@@ -46,15 +73,33 @@ enum Kind {
 #[derive(Clone)]
 pub struct Ticket(Arc<TicketInner>);
 
+impl std::fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Ticket").field(&self.0.id).finish()
+    }
+}
+
 struct TicketInner {
     id: u64,
     scheduler: Arc<Scheduler>,
 }
 
 /// A call that is running; dropping it lets the next ones in.
+#[derive(Debug)]
 pub struct Running {
     scheduler: Arc<Scheduler>,
     safe: bool,
+    /// Already finished by [`Running::hold`].
+    finished: bool,
+}
+
+/// A finished safe call whose context updates wait for the end of its period: while any hold
+/// is alive and no safe call runs, nothing is admitted. Dropping it lets the next ones in.
+#[derive(Debug)]
+pub struct Hold {
+    scheduler: Arc<Scheduler>,
+    /// Never counted (the hold of an unsafe call).
+    released: bool,
 }
 
 impl Scheduler {
@@ -65,9 +110,10 @@ impl Scheduler {
             queue: VecDeque::new(),
             running_safe: 0,
             running_unsafe: false,
+            holds: 0,
             limit: max_concurrency.max(1),
         };
-        Arc::new(Scheduler { state: Mutex::new(state) })
+        Arc::new(Scheduler { state: Mutex::new(state), period_end: Notify::new() })
     }
 
     /// Change the limit (a reload may change `max_concurrency`). Calls already running go on;
@@ -77,6 +123,11 @@ impl Scheduler {
         self.pump();
     }
 
+    /// The most calls admitted at once.
+    pub fn limit(&self) -> usize {
+        self.lock().limit
+    }
+
     /// A place at the end of the queue.
     pub fn ticket(self: &Arc<Self>) -> Ticket {
         let mut state = self.lock();
@@ -84,6 +135,20 @@ impl Scheduler {
         state.next += 1;
         state.queue.push_back(Entry { id, kind: Kind::Pending, admit: None });
         Ticket(Arc::new(TicketInner { id, scheduler: self.clone() }))
+    }
+
+    /// Wait until no safe call runs: the period of the holds alive now is over, and their
+    /// owners should apply what they held and drop them.
+    pub async fn period_over(&self) {
+        loop {
+            let notified = self.period_end.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.lock().running_safe == 0 {
+                return;
+            }
+            notified.await;
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -97,10 +162,13 @@ impl Scheduler {
         {
             let mut state = self.lock();
             while let Some(front) = state.queue.front() {
+                // A period is closing (holds alive, no safe call running): its updates come first.
+                let closing = state.holds > 0 && state.running_safe == 0;
                 let safe = match front.kind {
                     Kind::Pending => break,
-                    Kind::Safe if !state.running_unsafe && state.running_safe < state.limit => true,
-                    Kind::Unsafe if !state.running_unsafe && state.running_safe == 0 => false,
+                    _ if closing || state.running_unsafe => break,
+                    Kind::Safe if state.running_safe < state.limit => true,
+                    Kind::Unsafe if state.running_safe == 0 && state.holds == 0 => false,
                     _ => break,
                 };
                 let entry = state.queue.pop_front().expect("front exists");
@@ -109,7 +177,7 @@ impl Scheduler {
                 } else {
                     state.running_unsafe = true;
                 }
-                let running = Running { scheduler: self.clone(), safe };
+                let running = Running { scheduler: self.clone(), safe, finished: false };
                 admitted.push((entry.admit.expect("a classified entry has a waiter"), running));
             }
         }
@@ -119,15 +187,28 @@ impl Scheduler {
         }
     }
 
-    fn finish(self: &Arc<Self>, safe: bool) {
-        {
+    /// A running call is over; `hold`: it becomes a [`Hold`] (safe calls only).
+    fn finish(self: &Arc<Self>, safe: bool, hold: bool) {
+        let period_over = {
             let mut state = self.lock();
             if safe {
                 state.running_safe -= 1;
             } else {
                 state.running_unsafe = false;
             }
+            if hold {
+                state.holds += 1;
+            }
+            state.running_safe == 0 && state.holds > 0
+        };
+        if period_over {
+            self.period_end.notify_waiters();
         }
+        self.pump();
+    }
+
+    fn release(self: &Arc<Self>) {
+        self.lock().holds -= 1;
         self.pump();
     }
 }
@@ -153,6 +234,21 @@ impl Ticket {
     }
 }
 
+impl Running {
+    /// Whether the call was admitted as concurrency-safe.
+    pub fn is_safe(&self) -> bool {
+        self.safe
+    }
+
+    /// The call is over but its updates wait for the end of its period (see [`Hold`]). For an
+    /// unsafe call, which has no period, the hold is released at once.
+    pub fn hold(mut self) -> Hold {
+        self.finished = true;
+        self.scheduler.finish(self.safe, self.safe);
+        Hold { scheduler: self.scheduler.clone(), released: !self.safe }
+    }
+}
+
 impl Drop for TicketInner {
     fn drop(&mut self) {
         let removed = {
@@ -169,7 +265,17 @@ impl Drop for TicketInner {
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.scheduler.finish(self.safe);
+        if !self.finished {
+            self.scheduler.finish(self.safe, false);
+        }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if !self.released {
+            self.scheduler.release();
+        }
     }
 }
 
@@ -243,5 +349,44 @@ mod tests {
         let c = tokio::spawn(c.admit(false));
         drop(ra);
         tokio::time::timeout(Duration::from_secs(1), c).await.expect("c runs").unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_hold_keeps_later_calls_out_until_its_period_is_applied() {
+        let s = Scheduler::new(10);
+        let (a, b, c, d) = (s.ticket(), s.ticket(), s.ticket(), s.ticket());
+        let ra = admitted_soon(a.admit(true)).await.expect("a runs");
+        let rb = admitted_soon(b.admit(true)).await.expect("b runs beside it");
+        let c = tokio::spawn(c.admit(false));
+        // a is done but its updates wait: the period goes on while b runs.
+        let hold_a = ra.hold();
+        let over = s.clone();
+        let over = tokio::spawn(async move { over.period_over().await });
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!over.is_finished(), "b still runs: the period is not over");
+        // d is safe but behind the unsafe c: it waits, holds or not.
+        let d = tokio::spawn(d.admit(true));
+        let hold_b = rb.hold();
+        tokio::time::timeout(Duration::from_secs(1), over).await.expect("the period is over").unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!c.is_finished(), "nothing starts while the period's updates are held");
+        drop(hold_a);
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!c.is_finished(), "one hold is still alive");
+        drop(hold_b);
+        let rc = tokio::time::timeout(Duration::from_secs(1), c).await.expect("c runs").unwrap();
+        assert!(!rc.is_safe());
+        let _unsafe_hold = rc.hold();
+        tokio::time::timeout(Duration::from_secs(1), d).await.expect("an unsafe call has no period to wait for").unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_safe_call_joins_a_period_that_still_runs_despite_holds() {
+        let s = Scheduler::new(10);
+        let (a, b, c) = (s.ticket(), s.ticket(), s.ticket());
+        let ra = admitted_soon(a.admit(true)).await.expect("a runs");
+        let _rb = admitted_soon(b.admit(true)).await.expect("b runs");
+        let _hold = ra.hold();
+        assert!(admitted_soon(c.admit(true)).await.is_some(), "b still runs: c joins the period");
     }
 }
