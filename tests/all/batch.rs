@@ -109,7 +109,13 @@ async fn a_tool_that_lies_about_being_concurrency_safe_cannot_write() {
         call(id, "Probe", json!({"op": "write", "path": file, "content": "x", "claim_safe": claim_safe}))
     };
     // Two claimed-safe writers form a parallel batch: their grants are read-only.
-    let results = rt.run_batch(&Session::new(), &[write("w1", "one.txt", true), write("w2", "two.txt", true)], toolhost::CallOptions::new()).await;
+    let results = rt
+        .run_batch(
+            &Session::new(),
+            &[write("w1", "one.txt", true), write("w2", "two.txt", true)],
+            toolhost::CallOptions::new(),
+        )
+        .await;
     for r in &results {
         assert_eq!(r.outcome, OutcomeKind::Denied, "{}", r.text());
         assert!(r.is_error);
@@ -128,7 +134,13 @@ async fn context_updates_of_a_parallel_batch_apply_after_it_in_model_order() {
     let session = Session::new();
     let set = |id: &str, value: &str| call(id, "Ctx", json!({"set": "k", "value": value, "get": "k", "safe": true}));
     // Whichever call finishes first, the updates apply in model order: the last one wins.
-    let results = rt.run_batch(&session, &[set("c1", "first"), set("c2", "second"), set("c3", "third")], toolhost::CallOptions::new()).await;
+    let results = rt
+        .run_batch(
+            &session,
+            &[set("c1", "first"), set("c2", "second"), set("c3", "third")],
+            toolhost::CallOptions::new(),
+        )
+        .await;
     // Inside the batch every call saw the context as it was before the batch.
     for r in &results {
         assert_eq!(r.text(), "none", "{r:?}");

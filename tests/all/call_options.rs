@@ -6,10 +6,13 @@ use serde_json::json;
 use std::sync::{Arc, Mutex};
 use toolhost::policy::Mode;
 use toolhost::{
-    AskAnswer, AskRequest, CallOptions, Event, OutcomeKind, PermissionDecider, Runtime, Scheduler, Session,
-    ToolSource, ToolUse,
+    AskAnswer, AskRequest, CallOptions, Event, OutcomeKind, PermissionDecider, Runtime, Scheduler, Session, ToolSource,
+    ToolUse,
 };
 use toolhost_tests::{engine, guests, workspace};
+
+/// Progress messages received: (tool_use id, tool, message).
+type ProgressLog = Arc<Mutex<Vec<(String, String, String)>>>;
 
 /// Answers every question the same way, and counts them.
 struct Fixed(AskAnswer, Mutex<Vec<String>>);
@@ -25,27 +28,27 @@ impl PermissionDecider for Fixed {
 #[tokio::test(flavor = "multi_thread")]
 async fn each_calls_progress_goes_to_its_own_receiver_only() {
     let ws = workspace();
-    let mut rt = Runtime::builder().permission_mode(Mode::Bypass).engine(engine()).workspace(ws.path()).build().unwrap();
+    let mut rt =
+        Runtime::builder().permission_mode(Mode::Bypass).engine(engine()).workspace(ws.path()).build().unwrap();
     rt.load(ToolSource::bytes("progress.wasm", guests::PROGRESS)).await.unwrap();
     let session = Session::new();
-    let received = |log: &Arc<Mutex<Vec<(String, String, String)>>>| {
+    let received = |log: &ProgressLog| {
         let log = log.clone();
         move |p: toolhost::Progress<'_>| {
             log.lock().unwrap().push((p.tool_use_id.to_string(), p.tool.to_string(), p.message.to_string()))
         }
     };
-    let (a, b) = (Arc::default(), Arc::default());
+    let (a, b): (ProgressLog, ProgressLog) = (Arc::default(), Arc::default());
+    let (pa, pb) = (ToolUse::new("pa", "Progress", json!({})), ToolUse::new("pb", "Progress", json!({})));
     let (ra, rb) = tokio::join!(
-        rt.call(&session, &ToolUse::new("pa", "Progress", json!({})), CallOptions::new().progress(received(&a))),
-        rt.call(&session, &ToolUse::new("pb", "Progress", json!({})), CallOptions::new().progress(received(&b))),
+        rt.call(&session, &pa, CallOptions::new().progress(received(&a))),
+        rt.call(&session, &pb, CallOptions::new().progress(received(&b))),
     );
     assert_eq!((ra.text(), rb.text()), ("done".into(), "done".into()), "{ra:?} {rb:?}");
     for (log, id) in [(a, "pa"), (b, "pb")] {
         let log = log.lock().unwrap().clone();
-        let expected: Vec<_> = ["step 1", "step 2"]
-            .iter()
-            .map(|m| (id.to_string(), "Progress".to_string(), m.to_string()))
-            .collect();
+        let expected: Vec<_> =
+            ["step 1", "step 2"].iter().map(|m| (id.to_string(), "Progress".to_string(), m.to_string())).collect();
         assert_eq!(log, expected, "the call {id} gets its own progress, and only its own");
     }
 }
@@ -141,7 +144,8 @@ async fn runtimes_sharing_a_scheduler_take_turns_and_a_turn_applies_its_period_f
     );
     assert!(!a_turn.is_finished());
     drop(b_running);
-    let results = tokio::time::timeout(std::time::Duration::from_secs(60), a_turn).await.expect("the turn ends").unwrap();
+    let results =
+        tokio::time::timeout(std::time::Duration::from_secs(60), a_turn).await.expect("the turn ends").unwrap();
     assert_eq!(results[0].outcome, OutcomeKind::Success, "{:?}", results[0]);
     assert_eq!(results[1].text(), "\"v\"", "the set's update was applied before the get ran: {:?}", results[1]);
 }

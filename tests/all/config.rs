@@ -200,7 +200,7 @@ fn list_shows_the_default_grant_the_ceiling_cut_and_refuses_a_config_grant_beyon
     );
     let write = section("Write");
     assert!(
-        write.contains(&format!("  gets: fs-write({}) (the default grant)", ws_path.display())),
+        write.contains(&format!("  gets: fs-write({}) (its [tools.Write] grant)", ws_path.display())),
         "a grant that took effect as written is shown once, with where it came from:\n{write}"
     );
 }

@@ -65,8 +65,7 @@ async fn an_engine_configured_otherwise_compiles_the_default_tools() {
     // Fuel metering changes the code: what the build made cannot run here, and is not tried.
     let (ws, cache) = (workspace(), workspace());
     let cache_dir = cache.path().join("cache");
-    let mut rt =
-        runtime(ws.path(), &cache_dir, EngineOptions::default().pooling(false).fuel(true));
+    let mut rt = runtime(ws.path(), &cache_dir, EngineOptions::default().pooling(false).fuel(true));
     read_and_grep_work(&mut rt, ws.path()).await;
     assert_eq!(cwasm_files(&cache_dir).len(), toolhost_default_tools::TOOLS.len());
 }

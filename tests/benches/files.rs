@@ -60,7 +60,9 @@ fn files(c: &mut Criterion) {
         for (name, call) in &calls {
             let first = rt.block_on(runtime.call(&session, call, toolhost::CallOptions::new()));
             assert!(!first.is_error, "{name}: {}", first.text());
-            group.bench_function(*name, |b| b.iter(|| rt.block_on(runtime.call(&session, call, toolhost::CallOptions::new()))));
+            group.bench_function(*name, |b| {
+                b.iter(|| rt.block_on(runtime.call(&session, call, toolhost::CallOptions::new())))
+            });
         }
         group.finish();
     }

@@ -56,8 +56,12 @@ fn network(c: &mut Criterion) {
             assert!(response.ends_with(PAGE.as_bytes()));
         })
     });
-    group.bench_function("guest_wasi_http", |b| b.iter(|| rt.block_on(runtime.call(&session, &guest, toolhost::CallOptions::new()))));
-    group.bench_function("webfetch", |b| b.iter(|| rt.block_on(runtime.call(&session, &fetch, toolhost::CallOptions::new()))));
+    group.bench_function("guest_wasi_http", |b| {
+        b.iter(|| rt.block_on(runtime.call(&session, &guest, toolhost::CallOptions::new())))
+    });
+    group.bench_function("webfetch", |b| {
+        b.iter(|| rt.block_on(runtime.call(&session, &fetch, toolhost::CallOptions::new())))
+    });
     group.finish();
 }
 

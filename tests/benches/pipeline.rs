@@ -35,7 +35,9 @@ fn pipeline(c: &mut Criterion) {
         let runtime = runtime(&rt, pooling, ws.path());
         let first = rt.block_on(runtime.call(&session, &call, toolhost::CallOptions::new()));
         assert!(!first.is_error, "{}", first.text());
-        group.bench_function(label, |b| b.iter(|| rt.block_on(runtime.call(&session, &call, toolhost::CallOptions::new()))));
+        group.bench_function(label, |b| {
+            b.iter(|| rt.block_on(runtime.call(&session, &call, toolhost::CallOptions::new())))
+        });
     }
     group.bench_function("spawn_bin_true", |b| {
         b.iter(|| std::process::Command::new("/bin/true").status().expect("spawn /bin/true"))

@@ -21,9 +21,7 @@ pub mod guests {
 /// The process-wide engine (one per process, as in production: every test shares its pool).
 pub fn engine() -> ToolEngine {
     static ENGINE: OnceLock<ToolEngine> = OnceLock::new();
-    ENGINE
-        .get_or_init(|| ToolEngine::new(&EngineOptions::default().fuel(true)).expect("engine"))
-        .clone()
+    ENGINE.get_or_init(|| ToolEngine::new(&EngineOptions::default().fuel(true)).expect("engine")).clone()
 }
 
 /// A fresh temporary workspace.

@@ -58,7 +58,9 @@ fn turn(c: &mut Criterion) {
     }
     let session = Session::new();
     let call = [ToolUse::new("toolu_bench", "Noop", json!({}))];
-    group.bench_function("tool_alone", |b| b.iter(|| rt.block_on(runtime.run_batch(&session, &call, toolhost::CallOptions::new()))));
+    group.bench_function("tool_alone", |b| {
+        b.iter(|| rt.block_on(runtime.run_batch(&session, &call, toolhost::CallOptions::new())))
+    });
     group.finish();
 }
 

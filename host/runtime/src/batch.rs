@@ -46,7 +46,12 @@ impl Runtime {
     /// duplicate id, an unknown tool or a host fault each become an error result. `options`
     /// apply to every call: cancelling them aborts the turn (running calls are interrupted at
     /// the next epoch tick, queued calls never start, and every call still gets a result).
-    pub async fn run_batch(self: &Arc<Self>, session: &Session, calls: &[ToolUse], options: CallOptions) -> Vec<ToolResult> {
+    pub async fn run_batch(
+        self: &Arc<Self>,
+        session: &Session,
+        calls: &[ToolUse],
+        options: CallOptions,
+    ) -> Vec<ToolResult> {
         let (tx, rx) = mpsc::channel(calls.len().max(1));
         for call in calls {
             // The receiver is alive and the channel has room for every call.
@@ -63,7 +68,8 @@ impl Runtime {
     /// other running safe calls, an unsafe one waits for them and runs alone. The context
     /// updates of calls that ran side by side are applied when their period is over, in model
     /// order, before any later call starts; those of a call run alone, at once. `emit` gets
-    /// every result in model order, each as soon as all earlier ones are out. Returns when
+    /// every result in model order, each as soon as all earlier ones are out (a parallel call
+    /// that asked for context updates: once they are applied, so a refusal reaches the model). Returns when
     /// `submissions` is closed and every call is answered.
     pub async fn run_turn(
         self: &Arc<Self>,
@@ -75,8 +81,10 @@ impl Runtime {
         let mut running: JoinSet<Done> = JoinSet::new();
         // The calls whose task has not been joined (task id → index and tool_use id).
         let mut running_ids: HashMap<tokio::task::Id, (usize, String)> = HashMap::new();
-        // Finished safe calls whose updates wait for the end of their period.
-        let mut held: BTreeMap<usize, (Updates, Hold)> = BTreeMap::new();
+        // Finished safe calls whose updates wait for the end of their period, with the results
+        // of those that asked for updates (withheld until then: a refused update makes the
+        // result an error, and the model must learn it).
+        let mut held: BTreeMap<usize, (Updates, Hold, Option<ToolResult>)> = BTreeMap::new();
         let mut finished: BTreeMap<usize, ToolResult> = BTreeMap::new();
         let mut next_emit = 0usize;
         let mut next_index = 0usize;
@@ -159,27 +167,38 @@ impl Runtime {
                         }
                     };
                     let Done { index, result, updates, running } = done;
-                    finished.insert(index, result);
                     match running {
                         Some(admitted) if admitted.is_safe() => {
                             // Its slot frees now; its updates wait for the period's end.
-                            held.insert(index, (updates, admitted.hold()));
+                            let withheld = if updates.list.is_empty() {
+                                finished.insert(index, result);
+                                None
+                            } else {
+                                Some(result)
+                            };
+                            held.insert(index, (updates, admitted.hold(), withheld));
                         }
                         // Run alone: its updates apply before the next call may start.
                         admitted => {
+                            finished.insert(index, result);
                             self.apply_updates(session, updates, finished.get_mut(&index));
                             drop(admitted);
                         }
                     }
                 },
                 () = self.scheduler.period_over(), if !held.is_empty() => {
-                    // The period is over: its updates apply in model order, then the holds go
-                    // and later calls start. A result already handed out cannot take back its
-                    // updates' refusal.
+                    // The period is over: its updates apply in model order (a refusal turns that
+                    // call's withheld result into an error), then the holds go and later calls
+                    // start.
                     let held = std::mem::take(&mut held);
                     let mut holds = Vec::with_capacity(held.len());
-                    for (i, (updates, hold)) in held {
-                        self.apply_updates(session, updates, finished.get_mut(&i));
+                    for (i, (updates, hold, withheld)) in held {
+                        if let Some(mut result) = withheld {
+                            self.apply_updates(session, updates, Some(&mut result));
+                            finished.insert(i, result);
+                        } else {
+                            self.apply_updates(session, updates, None);
+                        }
                         holds.push(hold);
                     }
                     drop(holds);

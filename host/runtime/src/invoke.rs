@@ -202,7 +202,9 @@ fn new_instance(cx: &mut InvokeCtx<'_>) -> Result<Instance, Failure> {
     // Captured, capped, and never shown to the model except for stderr's tail in errors.
     let stdout = CapturePipe::new(cx.limits.max_stdio_bytes);
     let stderr = CapturePipe::new(cx.limits.max_stdio_bytes);
-    let net = Arc::new(NetAccess::for_grant(cx.grant, cx.net, NetLimits::new(cx.limits)).log_hosts(cx.call_env.hosts.clone()));
+    let net = Arc::new(
+        NetAccess::for_grant(cx.grant, cx.net, NetLimits::new(cx.limits)).log_hosts(cx.call_env.hosts.clone()),
+    );
     let wasi = wasi_ctx(cx.grant, &net, cx.workspace, cx.env_vars, &stdout, &stderr)
         .map_err(|m| Failure::new(OutcomeKind::HostError, m))?;
     let max_memory = usize::try_from(cx.limits.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX);

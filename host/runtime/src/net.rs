@@ -611,7 +611,8 @@ mod tests {
 
     #[test]
     fn connects_are_pinned_to_granted_lookups() {
-        let net = NetAccess::new(compile_patterns(&["localhost:8080".into(), "10.0.0.1:22".into(), "bad pattern".into()]),
+        let net = NetAccess::new(
+            compile_patterns(&["localhost:8080".into(), "10.0.0.1:22".into(), "bad pattern".into()]),
             NetLimits::default(),
         );
         let local = "127.0.0.1:8080".parse().unwrap();
@@ -697,7 +698,8 @@ mod tests {
 
     #[test]
     fn a_name_keeps_its_public_addresses_only() {
-        let net = NetAccess::new(compile_patterns(&["example.com".into(), "localhost:8080".into()]), NetLimits::default());
+        let net =
+            NetAccess::new(compile_patterns(&["example.com".into(), "localhost:8080".into()]), NetLimits::default());
         let (public, private) = (addr("93.184.215.14:443"), addr("10.0.0.5:443"));
         net.learn("example.com", public.ip());
         net.learn("example.com", private.ip());

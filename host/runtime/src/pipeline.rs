@@ -6,7 +6,6 @@
 use crate::ToolUse;
 use crate::call::CallOptions;
 use crate::classify::{CheckedCall, Schema};
-use crate::schedule::Running;
 use crate::event::Event;
 use crate::fsguard::{FsRules, resolve_at};
 use crate::hooks::{Combined, HookEvent, HookInput, HookResponse, combine};
@@ -16,6 +15,7 @@ use crate::permission::{AskAnswer, AskRequest, claude_mode_name, decide, subject
 use crate::result::ContentBlock;
 use crate::result::{ToolResult, map_output};
 use crate::runtime::{LoadedTool, Runtime};
+use crate::schedule::Running;
 use crate::session::{ContextFull, Session, SessionView, growth};
 use crate::state::{CallEnv, ProgressTo};
 use serde_json::Value;
@@ -260,13 +260,12 @@ impl Runtime {
     ) -> (ToolResult, Updates) {
         let id = &tool_use.id;
         let name = &tool.info.name;
-        let output =
-            match self.invoke(tool, tool_use, &view.context, access, call, Call(input), approved).await {
-                Ok(CallReturn::Output(output)) => output,
-                Ok(CallReturn::Failed(e)) => return (tool_error(id, name, e, false), Updates::default()),
-                Ok(CallReturn::Limited(e)) => return (tool_error(id, name, e, true), Updates::default()),
-                Err(f) => return (failure(id, f, "call"), Updates::default()),
-            };
+        let output = match self.invoke(tool, tool_use, &view.context, access, call, Call(input), approved).await {
+            Ok(CallReturn::Output(output)) => output,
+            Ok(CallReturn::Failed(e)) => return (tool_error(id, name, e, false), Updates::default()),
+            Ok(CallReturn::Limited(e)) => return (tool_error(id, name, e, true), Updates::default()),
+            Err(f) => return (failure(id, f, "call"), Updates::default()),
+        };
 
         let size: usize = output
             .content
@@ -494,7 +493,13 @@ impl Runtime {
 
     /// Input size and JSON Schema. Returns the input as JSON text for the guest. `note` is
     /// added to messages about a rewritten input.
-    pub(crate) fn check_input(&self, tool: &LoadedTool, id: &str, value: &Value, note: &str) -> Result<String, ToolResult> {
+    pub(crate) fn check_input(
+        &self,
+        tool: &LoadedTool,
+        id: &str,
+        value: &Value,
+        note: &str,
+    ) -> Result<String, ToolResult> {
         let name = &tool.info.name;
         let input = serde_json::to_string(value).unwrap_or_default();
         if input.len() > tool.limits.max_input_bytes {

@@ -377,7 +377,10 @@ mod tests {
         let rc = tokio::time::timeout(Duration::from_secs(1), c).await.expect("c runs").unwrap();
         assert!(!rc.is_safe());
         let _unsafe_hold = rc.hold();
-        tokio::time::timeout(Duration::from_secs(1), d).await.expect("an unsafe call has no period to wait for").unwrap();
+        tokio::time::timeout(Duration::from_secs(1), d)
+            .await
+            .expect("an unsafe call has no period to wait for")
+            .unwrap();
     }
 
     #[tokio::test]

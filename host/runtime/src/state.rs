@@ -55,7 +55,12 @@ pub(crate) struct ProgressTo {
 impl ProgressTo {
     /// `None` when nobody listens.
     pub(crate) fn new(events: Option<EventSink>, callback: Option<ProgressFn>, id: &str, tool: &str) -> Option<Self> {
-        (events.is_some() || callback.is_some()).then(|| ProgressTo { events, callback, id: id.into(), tool: tool.into() })
+        (events.is_some() || callback.is_some()).then(|| ProgressTo {
+            events,
+            callback,
+            id: id.into(),
+            tool: tool.into(),
+        })
     }
 
     fn send(&self, message: String) {

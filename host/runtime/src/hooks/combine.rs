@@ -1,6 +1,7 @@
 //! Several hooks' answers to one event, merged: deny > ask > allow, the last rewrite of the
 //! input, every added context.
 
+use super::protocol::DEFAULT_BLOCK_REASON;
 use super::{HookEvent, HookResponse};
 use serde_json::Value;
 use toolhost_policy::Decision;

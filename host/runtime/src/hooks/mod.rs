@@ -17,9 +17,9 @@ mod protocol;
 mod runner;
 
 pub(crate) use combine::{Combined, combine};
-pub(crate) use runner::CommandHooks;
 #[cfg(test)]
 use runner::CommandHook;
+pub(crate) use runner::CommandHooks;
 
 use async_trait::async_trait;
 use serde::Serialize;

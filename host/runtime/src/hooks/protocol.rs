@@ -9,7 +9,7 @@ use serde_json::Value;
 use toolhost_policy::Decision;
 
 /// The reason of a deny that did not give one.
-const DEFAULT_BLOCK_REASON: &str = "Blocked by hook";
+pub(super) const DEFAULT_BLOCK_REASON: &str = "Blocked by hook";
 
 /// What a finished hook left.
 pub(super) struct Output {

@@ -54,11 +54,6 @@ impl CommandHooks {
         }
     }
 
-    /// Whether no hook is configured for any event.
-    pub fn is_empty(&self) -> bool {
-        self.pre_tool_use.is_empty() && self.post_tool_use.is_empty() && self.post_tool_use_failure.is_empty()
-    }
-
     /// Whether any hook would run for `event` on `tool` (so a caller can skip building the
     /// [`HookInput`]).
     pub fn has(&self, event: HookEvent, tool: &str) -> bool {

@@ -2,8 +2,8 @@
 
 use super::protocol::parse_json_output;
 use super::*;
-use std::time::Duration;
 use serde_json::json;
+use std::time::Duration;
 use std::time::Instant;
 
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -94,8 +94,7 @@ async fn json_ask() {
 
 #[tokio::test]
 async fn json_updated_input() {
-    let body =
-        r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"file_path":"b.txt"}}}'"#;
+    let body = r#"echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":{"file_path":"b.txt"}}}'"#;
     let response = run_script(HookEvent::PreToolUse, body).await.unwrap();
     assert_eq!(response.updated_input, Some(json!({"file_path": "b.txt"})));
     assert_eq!(response.decision, None);
@@ -107,8 +106,7 @@ async fn json_updated_input() {
 
 #[tokio::test]
 async fn json_additional_context() {
-    let body =
-        r#"echo '{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"run the tests"}}'"#;
+    let body = r#"echo '{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"run the tests"}}'"#;
     let response = run_script(HookEvent::PostToolUse, body).await.unwrap();
     assert_eq!(response.additional_context.as_deref(), Some("run the tests"));
     assert_eq!(response.decision, None);
@@ -117,8 +115,7 @@ async fn json_additional_context() {
 #[tokio::test]
 async fn exit_2_denies_with_stderr() {
     // Stdout JSON is ignored on exit 2.
-    let body =
-        r#"echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'; echo '  not in src/  ' >&2; exit 2"#;
+    let body = r#"echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'; echo '  not in src/  ' >&2; exit 2"#;
     assert_eq!(run_script(HookEvent::PreToolUse, body).await, Ok(said(Some(Decision::Deny), Some("not in src/"))));
     assert_eq!(
         run_script(HookEvent::PreToolUse, "exit 2").await,
@@ -192,11 +189,8 @@ async fn legacy_decision_block() {
 async fn timeout_kills_the_process_group() {
     // `sh` runs the script, which waits for a background `sleep`: the grandchild holds the
     // output pipes open, so only killing the whole group ends the hook.
-    let (dir, mut hooks) = setup(
-        &[("hook.sh", "sleep 30 &\necho $! > sleep.pid\nwait")],
-        HookEvent::PreToolUse,
-        &[("", "sh hook.sh")],
-    );
+    let (dir, mut hooks) =
+        setup(&[("hook.sh", "sleep 30 &\necho $! > sleep.pid\nwait")], HookEvent::PreToolUse, &[("", "sh hook.sh")]);
     hooks.pre_tool_use[0].timeout = Duration::from_millis(200);
     let started = Instant::now();
     let results = hooks.run(&input(HookEvent::PreToolUse, "Write", json!({}))).await;
@@ -269,23 +263,15 @@ async fn disagreeing_hooks_combine() {
     let scripts = [("allow.sh", allow), ("ask.sh", ask), ("deny.sh", "echo 'not today' >&2; exit 2")];
 
     let (_dir, hooks) = setup(&scripts, HookEvent::PreToolUse, &[("", "sh allow.sh"), ("", "sh deny.sh")]);
-    let responses: Vec<_> = hooks
-        .run(&input(HookEvent::PreToolUse, "Write", json!({})))
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
+    let responses: Vec<_> =
+        hooks.run(&input(HookEvent::PreToolUse, "Write", json!({}))).await.into_iter().map(Result::unwrap).collect();
     let combined = combine(HookEvent::PreToolUse, "Write", &responses);
     assert_eq!(combined.decision, Some(Decision::Deny));
     assert_eq!(combined.reason.as_deref(), Some("PreToolUse:Write hook error: [sh deny.sh]: not today"));
 
     let (_dir, hooks) = setup(&scripts, HookEvent::PreToolUse, &[("", "sh ask.sh"), ("", "sh allow.sh")]);
-    let responses: Vec<_> = hooks
-        .run(&input(HookEvent::PreToolUse, "Write", json!({})))
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
+    let responses: Vec<_> =
+        hooks.run(&input(HookEvent::PreToolUse, "Write", json!({}))).await.into_iter().map(Result::unwrap).collect();
     let combined = combine(HookEvent::PreToolUse, "Write", &responses);
     assert_eq!(combined.decision, Some(Decision::Ask));
     assert_eq!(combined.reason.as_deref(), Some("[sh ask.sh]: check"));

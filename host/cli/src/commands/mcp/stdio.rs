@@ -14,7 +14,6 @@
 //! directly, one whole line at a time under the same lock: no hand-off to the writer task and
 //! back for each of them.
 
-use toolhost::Scheduler;
 use rmcp::RoleServer;
 use rmcp::model::{ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -23,6 +22,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
+use toolhost::Scheduler;
 
 /// The longest line (one message) read from stdin: 16 MiB.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
