@@ -19,6 +19,7 @@ use crate::session::Session;
 use crate::{OutcomeKind, ToolUse};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -37,8 +38,17 @@ struct Done {
     index: usize,
     result: ToolResult,
     updates: Updates,
-    /// Its place in the scheduler while it ran; `None` when it never started.
-    running: Option<Running>,
+    /// Its place in the scheduler; `None` when it never started.
+    place: Option<Place>,
+}
+
+/// What a finished call of the turn still holds in the scheduler.
+enum Place {
+    /// A safe call: its slot is already free (released by its own task, so the next call starts
+    /// without waiting for the turn's loop), its period stays open until its updates apply.
+    Held(Hold),
+    /// A call that ran alone: nothing starts until its updates are applied.
+    Alone(Running),
 }
 
 impl Runtime {
@@ -81,6 +91,9 @@ impl Runtime {
         let mut running: JoinSet<Done> = JoinSet::new();
         // The calls whose task has not been joined (task id → index and tool_use id).
         let mut running_ids: HashMap<tokio::task::Id, (usize, String)> = HashMap::new();
+        // Holds taken by this turn's tasks and not yet dropped: counted before a task takes one,
+        // so the loop knows when a finished safe call has not been joined yet.
+        let holds_taken = Arc::new(AtomicUsize::new(0));
         // Finished safe calls whose updates wait for the end of their period, with the results
         // of those that asked for updates (withheld until then: a refused update makes the
         // result an error, and the model must learn it).
@@ -133,20 +146,27 @@ impl Runtime {
                             self.check(call).await
                         };
                         let (rt, handle, options) = (self.clone(), session.handle(), options.clone());
+                        let holds_taken = holds_taken.clone();
                         let task = running.spawn(async move {
                             let safe = checked.is_concurrency_safe();
                             let admitted = tokio::select! {
                                 admitted = ticket.admit(safe) => admitted,
                                 () = options.cancel.cancelled() => {
                                     let result = ToolResult::error(&checked.tool_use.id, OutcomeKind::Interrupted, INTERRUPTED);
-                                    return Done { index, result, updates: Updates::default(), running: None };
+                                    return Done { index, result, updates: Updates::default(), place: None };
                                 }
                             };
                             // The context as it is when the call starts.
                             let access = if safe { Access::ReadOnly } else { Access::Granted };
                             let (result, updates) =
                                 rt.run_one(&checked.tool_use, Some(checked.schema), handle.view(), access, &options).await;
-                            Done { index, result, updates, running: Some(admitted) }
+                            let place = if safe {
+                                holds_taken.fetch_add(1, Ordering::AcqRel);
+                                Place::Held(admitted.hold())
+                            } else {
+                                Place::Alone(admitted)
+                            };
+                            Done { index, result, updates, place: Some(place) }
                         });
                         running_ids.insert(task.id(), (index, id));
                     }
@@ -163,30 +183,38 @@ impl Runtime {
                             let Some((index, id)) = running_ids.remove(&e.id()) else { continue };
                             let message = "toolhost failed while running this call (host fault)";
                             let result = ToolResult::error(&id, OutcomeKind::HostError, message);
-                            Done { index, result, updates: Updates::default(), running: None }
+                            Done { index, result, updates: Updates::default(), place: None }
                         }
                     };
-                    let Done { index, result, updates, running } = done;
-                    match running {
-                        Some(admitted) if admitted.is_safe() => {
-                            // Its slot frees now; its updates wait for the period's end.
+                    let Done { index, result, updates, place } = done;
+                    match place {
+                        Some(Place::Held(hold)) => {
+                            // Its updates wait for the period's end.
                             let withheld = if updates.list.is_empty() {
                                 finished.insert(index, result);
                                 None
                             } else {
                                 Some(result)
                             };
-                            held.insert(index, (updates, admitted.hold(), withheld));
+                            held.insert(index, (updates, hold, withheld));
                         }
                         // Run alone: its updates apply before the next call may start.
-                        admitted => {
+                        alone => {
                             finished.insert(index, result);
                             self.apply_updates(session, updates, finished.get_mut(&index));
-                            drop(admitted);
+                            if let Some(Place::Alone(running)) = alone {
+                                drop(running);
+                            }
                         }
                     }
                 },
                 () = self.scheduler.period_over(), if !held.is_empty() => {
+                    if holds_taken.load(Ordering::Acquire) > held.len() {
+                        // A call of the period finished but its task is not joined yet: its
+                        // updates belong to this period too.
+                        tokio::task::yield_now().await;
+                        continue;
+                    }
                     // The period is over: its updates apply in model order (a refusal turns that
                     // call's withheld result into an error), then the holds go and later calls
                     // start.
@@ -201,6 +229,7 @@ impl Runtime {
                         }
                         holds.push(hold);
                     }
+                    holds_taken.fetch_sub(holds.len(), Ordering::AcqRel);
                     drop(holds);
                 },
             }

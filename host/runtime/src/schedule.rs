@@ -14,8 +14,11 @@
 //! its context updates when the period is over, in call order, before any later call starts (so
 //! an unsafe call sees every update of the parallel calls before it, and parallel calls never see
 //! each other's). For that, a finished safe call may turn its [`Running`] into a [`Hold`]: it no
-//! longer counts against `max_concurrency`, but nothing new is admitted once no safe call runs
-//! until every hold is dropped. [`Scheduler::period_over`] says when a holder should apply.
+//! longer counts against `max_concurrency`, and keeps the period open: no unsafe call is
+//! admitted until every hold is dropped. The period is over when no safe call runs and the next
+//! call in the queue is unsafe (or there is none); [`Scheduler::period_over`] says when, and a
+//! holder then applies its updates and drops its holds. A safe call still being classified, or
+//! admitted, continues the period.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -94,7 +97,7 @@ pub struct Running {
 }
 
 /// A finished safe call whose context updates wait for the end of its period: while any hold
-/// is alive and no safe call runs, nothing is admitted. Dropping it lets the next ones in.
+/// is alive, no unsafe call is admitted. Dropping it lets the next ones in.
 #[derive(Debug)]
 pub struct Hold {
     scheduler: Arc<Scheduler>,
@@ -137,14 +140,15 @@ impl Scheduler {
         Ticket(Arc::new(TicketInner { id, scheduler: self.clone() }))
     }
 
-    /// Wait until no safe call runs: the period of the holds alive now is over, and their
-    /// owners should apply what they held and drop them.
+    /// Wait until the period of the holds alive now is over: no safe call runs and none is
+    /// about to join (the next call in the queue is unsafe, or there is none), so their owners
+    /// should apply what they held and drop them.
     pub async fn period_over(&self) {
         loop {
             let notified = self.period_end.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.lock().running_safe == 0 {
+            if self.lock().period_over() {
                 return;
             }
             notified.await;
@@ -156,18 +160,19 @@ impl Scheduler {
     }
 
     /// Admit what may run now, in order; the admissions are delivered after the lock is
-    /// released (a waiter that went away drops its `Running`, which locks again).
+    /// released (a waiter that went away drops its `Running`, which locks again). Tells the
+    /// holders when their period is over.
     fn pump(self: &Arc<Self>) {
         let mut admitted = Vec::new();
-        {
+        let over = {
             let mut state = self.lock();
             while let Some(front) = state.queue.front() {
-                // A period is closing (holds alive, no safe call running): its updates come first.
-                let closing = state.holds > 0 && state.running_safe == 0;
                 let safe = match front.kind {
                     Kind::Pending => break,
-                    _ if closing || state.running_unsafe => break,
+                    _ if state.running_unsafe => break,
+                    // Beside running safe calls, or continuing a period whose holds are alive.
                     Kind::Safe if state.running_safe < state.limit => true,
+                    // Alone, once every hold's updates are applied.
                     Kind::Unsafe if state.running_safe == 0 && state.holds == 0 => false,
                     _ => break,
                 };
@@ -180,6 +185,10 @@ impl Scheduler {
                 let running = Running { scheduler: self.clone(), safe, finished: false };
                 admitted.push((entry.admit.expect("a classified entry has a waiter"), running));
             }
+            state.period_over()
+        };
+        if over {
+            self.period_end.notify_waiters();
         }
         for (tx, running) in admitted {
             // The waiter is gone (cancelled): `running` is dropped here and frees its slot.
@@ -189,7 +198,7 @@ impl Scheduler {
 
     /// A running call is over; `hold`: it becomes a [`Hold`] (safe calls only).
     fn finish(self: &Arc<Self>, safe: bool, hold: bool) {
-        let period_over = {
+        {
             let mut state = self.lock();
             if safe {
                 state.running_safe -= 1;
@@ -199,10 +208,6 @@ impl Scheduler {
             if hold {
                 state.holds += 1;
             }
-            state.running_safe == 0 && state.holds > 0
-        };
-        if period_over {
-            self.period_end.notify_waiters();
         }
         self.pump();
     }
@@ -210,6 +215,18 @@ impl Scheduler {
     fn release(self: &Arc<Self>) {
         self.lock().holds -= 1;
         self.pump();
+    }
+}
+
+impl State {
+    /// Whether the holds alive belong to a period that is over: no safe call runs, and the
+    /// next call in the queue (if any) is unsafe. While the next one is not classified yet, or
+    /// is safe, the period may still grow (a turn's consecutive safe calls form one period,
+    /// even when one of them finishes before the next is classified).
+    fn period_over(&self) -> bool {
+        self.holds > 0
+            && self.running_safe == 0
+            && !matches!(self.queue.front().map(|e| e.kind), Some(Kind::Pending | Kind::Safe))
     }
 }
 
@@ -391,5 +408,27 @@ mod tests {
         let _rb = admitted_soon(b.admit(true)).await.expect("b runs");
         let _hold = ra.hold();
         assert!(admitted_soon(c.admit(true)).await.is_some(), "b still runs: c joins the period");
+    }
+
+    #[tokio::test]
+    async fn a_period_stays_open_while_the_next_call_is_classified() {
+        let s = Scheduler::new(10);
+        let (a, b, c) = (s.ticket(), s.ticket(), s.ticket());
+        let _hold = admitted_soon(a.admit(true)).await.expect("a runs").hold();
+        // b is not classified yet: it may still join the period.
+        let over = s.clone();
+        let over = tokio::spawn(async move { over.period_over().await });
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!over.is_finished(), "the next call is not classified yet");
+        // b is safe: it continues the period despite the hold.
+        let rb = admitted_soon(b.admit(true)).await.expect("a safe call continues the period");
+        let c = tokio::spawn(c.admit(false));
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!over.is_finished() && !c.is_finished(), "b runs");
+        let _hold_b = rb.hold();
+        // No safe call runs and the next one is unsafe: the period is over, c waits for the holds.
+        tokio::time::timeout(Duration::from_secs(1), over).await.expect("the period is over").unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert!(!c.is_finished());
     }
 }
