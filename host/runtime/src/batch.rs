@@ -94,6 +94,8 @@ impl Runtime {
         // Holds taken by this turn's tasks and not yet dropped: counted before a task takes one,
         // so the loop knows when a finished safe call has not been joined yet.
         let holds_taken = Arc::new(AtomicUsize::new(0));
+        // The period is over but a call of it is not joined yet: look again after a join.
+        let mut awaiting_join = false;
         // Finished safe calls whose updates wait for the end of their period, with the results
         // of those that asked for updates (withheld until then: a refused update makes the
         // result an error, and the model must learn it).
@@ -186,6 +188,7 @@ impl Runtime {
                             Done { index, result, updates: Updates::default(), place: None }
                         }
                     };
+                    awaiting_join = false;
                     let Done { index, result, updates, place } = done;
                     match place {
                         Some(Place::Held(hold)) => {
@@ -208,11 +211,11 @@ impl Runtime {
                         }
                     }
                 },
-                () = self.scheduler.period_over(), if !held.is_empty() => {
+                () = self.scheduler.period_over(), if !held.is_empty() && !awaiting_join => {
                     if holds_taken.load(Ordering::Acquire) > held.len() {
                         // A call of the period finished but its task is not joined yet: its
-                        // updates belong to this period too.
-                        tokio::task::yield_now().await;
+                        // updates belong to this period too. Wait for that join.
+                        awaiting_join = true;
                         continue;
                     }
                     // The period is over: its updates apply in model order (a refusal turns that

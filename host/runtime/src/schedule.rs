@@ -85,6 +85,8 @@ impl std::fmt::Debug for Ticket {
 struct TicketInner {
     id: u64,
     scheduler: Arc<Scheduler>,
+    /// Admitted: its entry already left the queue.
+    admitted: std::sync::atomic::AtomicBool,
 }
 
 /// A call that is running; dropping it lets the next ones in.
@@ -122,8 +124,7 @@ impl Scheduler {
     /// Change the limit (a reload may change `max_concurrency`). Calls already running go on;
     /// new ones are admitted under the new limit.
     pub fn set_limit(self: &Arc<Self>, max_concurrency: usize) {
-        self.lock().limit = max_concurrency.max(1);
-        self.pump();
+        self.change(|state| state.limit = max_concurrency.max(1));
     }
 
     /// The most calls admitted at once.
@@ -137,7 +138,7 @@ impl Scheduler {
         let id = state.next;
         state.next += 1;
         state.queue.push_back(Entry { id, kind: Kind::Pending, admit: None });
-        Ticket(Arc::new(TicketInner { id, scheduler: self.clone() }))
+        Ticket(Arc::new(TicketInner { id, scheduler: self.clone(), admitted: Default::default() }))
     }
 
     /// Wait until the period of the holds alive now is over: no safe call runs and none is
@@ -162,10 +163,15 @@ impl Scheduler {
     /// Admit what may run now, in order; the admissions are delivered after the lock is
     /// released (a waiter that went away drops its `Running`, which locks again). Tells the
     /// holders when their period is over.
-    fn pump(self: &Arc<Self>) {
+    /// Change the state with `f`, then admit what may run now, in order, under the same lock
+    /// (one lock per event: calls arrive, start and finish from several threads at once). The
+    /// admissions are delivered after the lock is released (a waiter that went away drops its
+    /// `Running`, which locks again), and the holders are told when their period is over.
+    fn change(self: &Arc<Self>, f: impl FnOnce(&mut State)) {
         let mut admitted = Vec::new();
         let over = {
             let mut state = self.lock();
+            f(&mut state);
             while let Some(front) = state.queue.front() {
                 let safe = match front.kind {
                     Kind::Pending => break,
@@ -198,8 +204,7 @@ impl Scheduler {
 
     /// A running call is over; `hold`: it becomes a [`Hold`] (safe calls only).
     fn finish(self: &Arc<Self>, safe: bool, hold: bool) {
-        {
-            let mut state = self.lock();
+        self.change(|state| {
             if safe {
                 state.running_safe -= 1;
             } else {
@@ -208,13 +213,11 @@ impl Scheduler {
             if hold {
                 state.holds += 1;
             }
-        }
-        self.pump();
+        });
     }
 
     fn release(self: &Arc<Self>) {
-        self.lock().holds -= 1;
-        self.pump();
+        self.change(|state| state.holds -= 1);
     }
 }
 
@@ -236,16 +239,16 @@ impl Ticket {
     /// place up.
     pub async fn admit(self, safe: bool) -> Running {
         let (tx, rx) = oneshot::channel();
-        let scheduler = self.0.scheduler.clone();
-        {
-            let mut state = scheduler.lock();
-            let entry = state.queue.iter_mut().find(|e| e.id == self.0.id).expect("a ticket is admitted once");
+        let id = self.0.id;
+        self.0.scheduler.change(|state| {
+            let entry = state.queue.iter_mut().find(|e| e.id == id).expect("a ticket is admitted once");
             entry.kind = if safe { Kind::Safe } else { Kind::Unsafe };
             entry.admit = Some(tx);
-        }
-        scheduler.pump();
-        // The sender lives in the queue until it is used; the queue outlives this wait.
+        });
+        // The sender lives in the queue until it is used; the queue outlives this wait. Once
+        // it is used the entry has left the queue: dropping the ticket has nothing to remove.
         let running = rx.await.expect("an admitted entry always gets its guard");
+        self.0.admitted.store(true, std::sync::atomic::Ordering::Release);
         drop(self);
         running
     }
@@ -268,15 +271,12 @@ impl Running {
 
 impl Drop for TicketInner {
     fn drop(&mut self) {
-        let removed = {
-            let mut state = self.scheduler.lock();
-            let before = state.queue.len();
-            state.queue.retain(|e| e.id != self.id);
-            state.queue.len() != before
-        };
-        if removed {
-            self.scheduler.pump();
+        if self.admitted.load(std::sync::atomic::Ordering::Acquire) {
+            return;
         }
+        let id = self.id;
+        // Given up before admission (cancelled, refused): its place goes, the rest may move.
+        self.scheduler.change(|state| state.queue.retain(|e| e.id != id));
     }
 }
 
