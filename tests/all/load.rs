@@ -248,3 +248,39 @@ async fn a_grant_beyond_the_ceiling_refuses_to_load_with_its_position() {
     assert!(m.contains("fs_write") && m.contains("HOME"), "every excess entry is named: {m}");
     assert!(rt.tool("Read").is_none());
 }
+
+/// `Runtime::load_configured`: a `[tools.NAME] path` replaces the default tool of that name
+/// (and must declare it), a missing file and a failing extra source are each one error, and
+/// everything else still loads.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_configured_tool_set_loads_with_one_error_per_tool_that_did_not() {
+    let ws = workspace();
+    fs::write(ws.path().join("noop.wasm"), guests::NOOP).unwrap();
+    fs::write(ws.path().join("sleep.wasm"), guests::SLEEP).unwrap();
+    let text = "[tools.Read]\npath = \"noop.wasm\"\n\n[tools.Noop]\npath = \"noop.wasm\"\n\n[tools.Ghost]\npath = \"ghost.wasm\"\n";
+    let config = toolhost::policy::Config::parse(text, &ws.path().join("toolhost.toml")).unwrap();
+    let mut rt = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws.path())
+        .config(config)
+        .build()
+        .unwrap();
+    let refused = Error::Load { origin: "an installed tool".into(), message: "not in the lock".into() };
+    let others = vec![ToolSource::file(ws.path().join("sleep.wasm")), Err(refused)];
+    let errors = rt.load_configured(toolhost_default_tools::sources(), others).await;
+    let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors.len(), 3, "{shown:#?}");
+    assert!(shown.iter().any(|e| e.contains("ghost.wasm")), "the missing file: {shown:#?}");
+    assert!(shown.iter().any(|e| e.contains("an installed tool: not in the lock")), "{shown:#?}");
+    assert!(
+        shown.iter().any(|e| e.contains("declares a tool named \"Noop\", not \"Read\"")),
+        "the file that replaces Read must declare Read: {shown:#?}"
+    );
+    let names: Vec<&str> = rt.tools().map(|t| t.info.name.as_str()).collect();
+    assert!(!names.contains(&"Read"), "the configured Read replaced the embedded one and failed: {names:?}");
+    for name in ["Glob", "Grep", "Write", "Noop", "Sleep"] {
+        assert!(names.contains(&name), "{name} loaded: {names:?}");
+    }
+    assert_eq!(rt.tool("Noop").unwrap().grant_from, toolhost::GrantFrom::Default);
+}

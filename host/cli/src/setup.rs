@@ -244,56 +244,34 @@ async fn build_and_load(
         builder = builder.max_concurrency(n);
     }
     let mut runtime = builder.build()?;
-    let mut load_errors = Vec::new();
-    let mut report = |e: toolhost::Error| {
-        eprintln!("warning: {e}");
-        load_errors.push(e.to_string());
-    };
 
-    // Every source first (a file that cannot be read is reported at once), then all of them
-    // loaded in parallel. Config tools with a path replace an embedded tool of the same name
-    // on purpose; they must declare the name of their key, and their pin is checked before
-    // anything is done with the bytes.
-    let replaced = |name: &str| config.tools.get(name).is_some_and(|t| t.path.is_some() || t.source.is_some());
-    let mut sources = Vec::new();
-    if !args.no_default_tools {
-        sources.extend(toolhost_default_tools::sources().into_iter().filter(|s| !s.known_name().is_some_and(replaced)));
-    }
-    for (name, tool) in &config.tools {
-        let Some(path) = &tool.path else { continue };
-        match ToolSource::file(path.get_ref()) {
-            Ok(source) => sources.push(match &tool.sha256 {
-                Some(pin) => source.with_name(name.clone()).with_sha256(pin.get_ref().clone()),
-                None => source.with_name(name.clone()),
-            }),
-            Err(e) => report(e),
-        }
-    }
-    // Installed tools (`source`): from the store, as toolhost.lock names them.
+    // Installed tools (`source`): from the store, as toolhost.lock names them; then the files
+    // of every `--tools` directory. The runtime adds the default tools (unless replaced) and
+    // the config's `path` tools, and loads them all at once.
+    let mut others = Vec::new();
     let lock = match config.tools.values().any(|t| t.source.is_some()) {
         true => Some(crate::install::lock_for(args)?.1),
         false => None,
     };
     for (name, tool) in &config.tools {
         let (Some(source), Some(lock)) = (&tool.source, &lock) else { continue };
-        match crate::install::tool_source(args, &config, lock, name, source.get_ref()) {
-            Ok(s) => sources.push(s),
-            Err(e) => report(toolhost::Error::Load { origin: source.get_ref().to_string(), message: format!("{e:#}") }),
-        }
+        others.push(crate::install::tool_source(args, &config, lock, name, source.get_ref()).map_err(|e| {
+            toolhost::Error::Load { origin: source.get_ref().to_string(), message: format!("{e:#}") }
+        }));
     }
     for dir in &args.tools {
-        for file in wasm_files(dir)? {
-            match ToolSource::file(&file) {
-                Ok(source) => sources.push(source),
-                Err(e) => report(e),
-            }
-        }
+        others.extend(wasm_files(dir)?.iter().map(ToolSource::file));
     }
-    for result in runtime.load_all(sources).await {
-        if let Err(e) = result {
-            report(e);
-        }
-    }
+    let defaults = if args.no_default_tools { Vec::new() } else { toolhost_default_tools::sources() };
+    let load_errors = runtime
+        .load_configured(defaults, others)
+        .await
+        .into_iter()
+        .map(|e| {
+            eprintln!("warning: {e}");
+            e.to_string()
+        })
+        .collect();
     Ok(Loaded { runtime, load_errors })
 }
 

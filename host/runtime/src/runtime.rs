@@ -429,6 +429,43 @@ impl Runtime {
         self.register(source, prepared)
     }
 
+    /// Load the tool set of a config in one step, as `toolhost` does: `defaults` (e.g. the
+    /// embedded default tools) except those the config replaces (a `[tools.NAME]` with `path`
+    /// or `source` owns NAME), then each `[tools.NAME] path` of the config (named by its key and
+    /// pinned by its `sha256`, both checked before the bytes run), then `others` (installed
+    /// tools, a tools directory's files; an `Err` is reported as it is), all prepared in
+    /// parallel ([`Runtime::load_all`]). Returns one error per tool that did not load; the rest
+    /// are loaded whatever failed.
+    pub async fn load_configured(
+        &mut self,
+        defaults: Vec<ToolSource>,
+        others: Vec<Result<ToolSource>>,
+    ) -> Vec<Error> {
+        let mut errors = Vec::new();
+        let replaced =
+            |name: &str| self.config.tools.get(name).is_some_and(|t| t.path.is_some() || t.source.is_some());
+        let mut sources: Vec<ToolSource> =
+            defaults.into_iter().filter(|s| !s.known_name().is_some_and(replaced)).collect();
+        for (name, tool) in &self.config.tools {
+            let Some(path) = &tool.path else { continue };
+            match ToolSource::file(path.get_ref()) {
+                Ok(source) => sources.push(match &tool.sha256 {
+                    Some(pin) => source.with_name(name.clone()).with_sha256(pin.get_ref().clone()),
+                    None => source.with_name(name.clone()),
+                }),
+                Err(e) => errors.push(e),
+            }
+        }
+        for other in others {
+            match other {
+                Ok(source) => sources.push(source),
+                Err(e) => errors.push(e),
+            }
+        }
+        errors.extend(self.load_all(sources).await.into_iter().filter_map(Result::err));
+        errors
+    }
+
     /// Load many tools at once: compiled and described in parallel (so a tool that hangs at
     /// load delays the others by nothing but its own deadline), then registered in the order
     /// given, as [`Runtime::load`] would one by one. One result per source, in order.
