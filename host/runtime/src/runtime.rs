@@ -436,14 +436,9 @@ impl Runtime {
     /// tools, a tools directory's files; an `Err` is reported as it is), all prepared in
     /// parallel ([`Runtime::load_all`]). Returns one error per tool that did not load; the rest
     /// are loaded whatever failed.
-    pub async fn load_configured(
-        &mut self,
-        defaults: Vec<ToolSource>,
-        others: Vec<Result<ToolSource>>,
-    ) -> Vec<Error> {
+    pub async fn load_configured(&mut self, defaults: Vec<ToolSource>, others: Vec<Result<ToolSource>>) -> Vec<Error> {
         let mut errors = Vec::new();
-        let replaced =
-            |name: &str| self.config.tools.get(name).is_some_and(|t| t.path.is_some() || t.source.is_some());
+        let replaced = |name: &str| self.config.tools.get(name).is_some_and(|t| t.path.is_some() || t.source.is_some());
         let mut sources: Vec<ToolSource> =
             defaults.into_iter().filter(|s| !s.known_name().is_some_and(replaced)).collect();
         for (name, tool) in &self.config.tools {
