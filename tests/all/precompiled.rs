@@ -103,3 +103,25 @@ fn sha256(bytes: &[u8]) -> String {
 fn leak(s: String) -> &'static str {
     Box::leak(s.into_boxed_str())
 }
+
+/// An embedded tool's digest comes from its build (its bytes are not hashed again at each
+/// start) and is the true sha256 of those bytes; an embedded source whose bytes were replaced
+/// is hashed as usual, so the replacement is known by its own digest and never runs the
+/// embedded tool's native code.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_embedded_digest_is_trusted_only_for_the_embedded_bytes() {
+    use sha2::Digest;
+    let ws = workspace();
+    let cache = tempfile::tempdir().unwrap();
+    let mut rt = runtime(ws.path(), cache.path(), EngineOptions::default().pooling(false));
+    let read = toolhost_default_tools::source("Read").unwrap();
+    let name = rt.load(read).await.expect("Read loads");
+    let bytes = toolhost_default_tools::get("Read").unwrap();
+    assert_eq!(rt.tool(&name).unwrap().sha256, hex::encode(sha2::Sha256::digest(bytes)));
+
+    let mut swapped = toolhost_default_tools::source("Glob").unwrap();
+    swapped.bytes = guests::NOOP.into();
+    let name = rt.load(swapped).await.expect("the replacement loads as what it is");
+    assert_eq!(name, "Noop", "its own schema ran: not the embedded Glob's code");
+    assert_eq!(rt.tool(&name).unwrap().sha256, hex::encode(sha2::Sha256::digest(guests::NOOP)));
+}
