@@ -149,10 +149,12 @@ impl Runtime {
                         };
                         let (rt, handle, options) = (self.clone(), session.handle(), options.clone());
                         let holds_taken = holds_taken.clone();
+                        // Classified in the queue now, in model order; the task waits its turn.
+                        let safe = checked.is_concurrency_safe();
+                        let admission = ticket.admit(safe);
                         let task = running.spawn(async move {
-                            let safe = checked.is_concurrency_safe();
                             let admitted = tokio::select! {
-                                admitted = ticket.admit(safe) => admitted,
+                                admitted = admission => admitted,
                                 () = options.cancel.cancelled() => {
                                     let result = ToolResult::error(&checked.tool_use.id, OutcomeKind::Interrupted, INTERRUPTED);
                                     return Done { index, result, updates: Updates::default(), place: None };

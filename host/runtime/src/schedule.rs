@@ -234,10 +234,11 @@ impl State {
 }
 
 impl Ticket {
-    /// Wait until the call may run: `safe` calls beside other safe calls (up to the limit),
-    /// others alone, and never before a call that arrived earlier. Dropping the future gives the
-    /// place up.
-    pub async fn admit(self, safe: bool) -> Running {
+    /// The call is classified (`safe`) now, and the returned future waits until it may run:
+    /// `safe` calls beside other safe calls (up to the limit), others alone, and never before a
+    /// call that arrived earlier. Classified at once, not when first polled, so calls behind it
+    /// do not wait for whichever task happens to poll it. Dropping the future gives the place up.
+    pub fn admit(self, safe: bool) -> impl Future<Output = Running> + Send + 'static {
         let (tx, rx) = oneshot::channel();
         let id = self.0.id;
         self.0.scheduler.change(|state| {
@@ -245,12 +246,14 @@ impl Ticket {
             entry.kind = if safe { Kind::Safe } else { Kind::Unsafe };
             entry.admit = Some(tx);
         });
-        // The sender lives in the queue until it is used; the queue outlives this wait. Once
-        // it is used the entry has left the queue: dropping the ticket has nothing to remove.
-        let running = rx.await.expect("an admitted entry always gets its guard");
-        self.0.admitted.store(true, std::sync::atomic::Ordering::Release);
-        drop(self);
-        running
+        async move {
+            // The sender lives in the queue until it is used; the queue outlives this wait.
+            // Once it is used the entry has left the queue: dropping the ticket removes nothing.
+            let running = rx.await.expect("an admitted entry always gets its guard");
+            self.0.admitted.store(true, std::sync::atomic::Ordering::Release);
+            drop(self);
+            running
+        }
     }
 }
 
