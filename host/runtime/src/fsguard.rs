@@ -33,7 +33,13 @@
 //! With no rule that can refuse a read (the default config), reads and listings cost nothing
 //! extra; every write pays one path resolution.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap as StdHashMap, HashSet as StdHashSet};
+
+/// The guard's per-call maps, keyed by paths the tool chose: hashed with foldhash (seeded per
+/// process, so a tool cannot plan collisions) rather than SipHash, which cost a tenth of a
+/// guarded walk.
+type HashMap<K, V> = StdHashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<K> = StdHashSet<K, foldhash::fast::RandomState>;
 use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
