@@ -205,6 +205,29 @@ fn list_shows_the_default_grant_the_ceiling_cut_and_refuses_a_config_grant_beyon
     );
 }
 
+/// A granted directory that does not exist is left out at load, and `list` says so rather than
+/// blaming the ceiling.
+#[test]
+fn list_names_granted_directories_that_do_not_exist() {
+    let ws = workspace();
+    fs::create_dir(ws.path().join("docs")).unwrap();
+    fs::write(ws.path().join("toolhost.toml"), "[tools.Grep]\ngrant = { fs_read = [\"docs\", \"gone\"] }\n").unwrap();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let o = run(ws.path(), &["list"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    let grep = out.split("\n\n").find(|s| s.starts_with("Grep ")).expect("Grep is listed");
+    assert!(
+        grep.contains(&format!(
+            "  gets: fs-read({docs}): its [tools.Grep] grant, fs-read({docs}), fs-read({gone}), left out because \
+             they do not exist: {gone}",
+            docs = ws_path.join("docs").display(),
+            gone = ws_path.join("gone").display()
+        )),
+        "{grep}"
+    );
+}
+
 #[test]
 fn network_settings_are_checked_each_at_its_line() {
     let ws = workspace();

@@ -5,8 +5,9 @@
 //! its input passed the schema; an unknown tool, a schema failure, a trap or a timeout mean
 //! "no"); consecutive safe calls run in parallel, at most `max_concurrency` at once, each on
 //! its own store and with its file grants read-only; any other call waits for the running ones
-//! and runs alone. Context updates of a parallel group are applied when the whole group is
-//! done, in model order; those of a call run alone, at once.
+//! and runs alone, all through the runtime's [`crate::Scheduler`], shared with any other turn or
+//! MCP client of that runtime. Context updates of calls that ran side by side are applied when
+//! their period is over, in model order; those of a call run alone, at once.
 
 use crate::call::CallOptions;
 use crate::classify::CheckedCall;
@@ -79,8 +80,8 @@ impl Runtime {
     /// updates of calls that ran side by side are applied when their period is over, in model
     /// order, before any later call starts; those of a call run alone, at once. `emit` gets
     /// every result in model order, each as soon as all earlier ones are out (a parallel call
-    /// that asked for context updates: once they are applied, so a refusal reaches the model). Returns when
-    /// `submissions` is closed and every call is answered.
+    /// that asked for context updates: once they are applied, so a refusal reaches the model).
+    /// Returns when `submissions` is closed and every call is answered.
     pub async fn run_turn(
         self: &Arc<Self>,
         session: &Session,

@@ -39,20 +39,38 @@ fn gets(tool: &toolhost::LoadedTool, workspace: &std::path::Path) -> String {
     if same(&asked, &effective) {
         return format!("{} ({from})", caps(&effective));
     }
-    let why = if tool.info.read_only && !effective.is_empty() {
-        "narrowed to reading (a read-only tool) and to its ceiling"
-    } else {
-        "narrowed to its ceiling"
-    };
-    if effective.is_empty() {
-        format!(
+    // What the ceiling (and being read-only) leaves of the grant; granted directories that do
+    // not exist are then left out at load too.
+    let mut capped = toolhost::policy::effective_grant(&tool.info.capabilities, &tool.grant, workspace);
+    if tool.info.read_only {
+        capped = capped.read_only();
+    }
+    let missing: Vec<String> = capped
+        .dirs
+        .iter()
+        .filter(|d| !tool.effective.dirs.iter().any(|e| e.path == d.path))
+        .map(|d| d.path.display().to_string())
+        .collect();
+    let capped = capped.capabilities();
+    if capped.is_empty() {
+        return format!(
             "nothing: {from}, {}, is outside its ceiling; grant what it needs in [tools.{}] grant",
             caps(&asked),
             tool.info.name
-        )
-    } else {
-        format!("{}: {from}, {}, {why}", caps(&effective), caps(&asked))
+        );
     }
+    let mut why = Vec::new();
+    if !same(&asked, &capped) {
+        why.push(if tool.info.read_only {
+            "narrowed to reading (a read-only tool) and to its ceiling".to_string()
+        } else {
+            "narrowed to its ceiling".to_string()
+        });
+    }
+    if !missing.is_empty() {
+        why.push(format!("left out because they do not exist: {}", missing.join(", ")));
+    }
+    format!("{}: {from}, {}, {}", caps(&effective), caps(&asked), why.join("; "))
 }
 
 impl ListCommand {
