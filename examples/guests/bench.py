@@ -9,12 +9,17 @@ For each of target/guests/{dataquery,outline,wordcount}.wasm, alone in a tools d
   per call   (`toolhost run --jsonl` with N calls - the same with 1 call) / (N - 1), warm
              cache, TOOLHOST_MAX_CONCURRENCY=1 so that calls run one after another: the cost
              of one call (schema check, validate, fresh instance, call, result), not of a batch
+  breakdown  from one more N-call run with TOOLHOST_LOG=toolhost=debug (the runtime logs each
+             invocation's instantiation and export times): medians of the fresh instance's
+             instantiation, of `call` on it, and of `validate` on a reused instance; "rest" is
+             per call minus the three (schema check, hooks, permission, result, teardown)
 Prints the median of REPEATS runs of each. Env: TOOLHOST (binary, default
 target/release/toolhost), REPEATS (default 5), CALLS (default 200).
 """
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -58,8 +63,11 @@ def main():
             f.write("the quick brown fox jumps over the lazy dog\n" * 20)
 
     print(f"{BIN}, {REPEATS} repeats, {CALLS} calls per run (medians)")
-    print("| tool | language | .wasm bytes | cold load (compile) | warm load (cache) | per call |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| tool | language | .wasm bytes | cold load (compile) | warm load (cache) | per call "
+        "| instantiate | `call` (fresh instance) | `validate` (reused) | rest |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for file, lang, name, args in TOOLS:
         src = os.path.join(GUESTS, file)
         if not os.path.exists(src):
@@ -83,11 +91,43 @@ def main():
             tn, out = timed([BIN, *base, "run", "--jsonl"], env, many)
             assert out.count('"tool_result"') == CALLS and '"is_error":true' not in out, out[:500]
             per_call.append((tn - t1) / (CALLS - 1))
+        inst, call, validate = breakdown(base, env, name, many)
+        per = statistics.median(per_call) * 1e6
         size = os.path.getsize(src)
         print(
             f"| {name} | {lang} | {size:,} | {statistics.median(cold) * 1e3:,.0f} ms "
-            f"| {statistics.median(warm) * 1e3:,.1f} ms | {statistics.median(per_call) * 1e6:,.0f} µs |"
+            f"| {statistics.median(warm) * 1e3:,.1f} ms | {per:,.0f} µs "
+            f"| {inst:,.0f} µs | {call:,.0f} µs | {validate:,.0f} µs | {per - inst - call - validate:,.0f} µs |"
         )
+
+
+INVOKED = re.compile(r"invoked (\S+) (\S+) on a (fresh|reused) instance: instantiate (\d+) µs, export (\d+) µs")
+
+
+def breakdown(base, env, name, many):
+    """Medians (µs) of a fresh instance's instantiation, `call` on it, `validate` reused."""
+    p = subprocess.run(
+        [BIN, *base, "run", "--jsonl"],
+        env=dict(env, TOOLHOST_LOG="toolhost=debug", NO_COLOR="1"),
+        input=many,
+        capture_output=True,
+        text=True,
+    )
+    if p.returncode != 0:
+        sys.exit(f"run with TOOLHOST_LOG=toolhost=debug failed ({p.returncode}):\n{p.stderr[-2000:]}")
+    inst, call, validate = [], [], []
+    for m in INVOKED.finditer(p.stderr):
+        tool, export, kind, i, e = m.groups()
+        if tool != name:
+            continue
+        if export == "call" and kind == "fresh":
+            inst.append(int(i))
+            call.append(int(e))
+        elif export == "validate" and kind == "reused":
+            validate.append(int(e))
+    if not call or not validate:
+        sys.exit(f"no invocation timings in the debug log of {name}:\n{p.stderr[-2000:]}")
+    return statistics.median(inst), statistics.median(call), statistics.median(validate)
 
 
 if __name__ == "__main__":

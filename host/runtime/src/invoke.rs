@@ -31,6 +31,8 @@ pub(crate) trait Export {
     /// Whether an instance that served it (with no capabilities) may be kept for the next such
     /// call.
     const POOLED: bool;
+    /// The export's WIT name, for the per-invocation timing log.
+    const NAME: &'static str;
     /// Call the export on an instantiated tool.
     async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<Self::Output>;
     /// The answer, seen with the store's state after the call (`call` adds the sandbox's notes).
@@ -62,6 +64,7 @@ pub(crate) enum CallReturn {
 impl Export for GetSchema {
     type Output = ToolSchema;
     const POOLED: bool = false;
+    const NAME: &'static str = "schema";
     async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<ToolSchema> {
         tool.call_schema(store).await
     }
@@ -70,6 +73,7 @@ impl Export for GetSchema {
 impl Export for IsConcurrencySafe<'_> {
     type Output = bool;
     const POOLED: bool = true;
+    const NAME: &'static str = "is-concurrency-safe";
     async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<bool> {
         tool.call_is_concurrency_safe(store, self.0).await
     }
@@ -78,6 +82,7 @@ impl Export for IsConcurrencySafe<'_> {
 impl Export for Validate<'_> {
     type Output = Result<(), String>;
     const POOLED: bool = true;
+    const NAME: &'static str = "validate";
     async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<Result<(), String>> {
         tool.call_validate(store, self.0).await
     }
@@ -86,6 +91,7 @@ impl Export for Validate<'_> {
 impl Export for Call<'_> {
     type Output = CallReturn;
     const POOLED: bool = false;
+    const NAME: &'static str = "call";
     async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<CallReturn> {
         Ok(match tool.call_call(store, self.0).await? {
             Ok(output) => CallReturn::Output(output),
@@ -250,12 +256,29 @@ async fn run<E: Export>(instance: &mut Instance, cx: &InvokeCtx<'_>, export: &E)
     });
 
     let plugin = &mut instance.plugin;
+    // Where an invocation's time goes (`TOOLHOST_LOG=toolhost=debug`): instantiation apart
+    // from the export itself. Clocks are read only when the line will be written.
+    let timed = tracing::enabled!(tracing::Level::DEBUG);
     let call = async {
-        if plugin.is_none() {
+        let started = timed.then(Instant::now);
+        let fresh = plugin.is_none();
+        if fresh {
             *plugin = Some(cx.pre.instantiate_async(&mut *store).await?);
         }
+        let instantiated = timed.then(Instant::now);
         let tool = plugin.as_ref().expect("instantiated above").toolhost_tool_tool();
-        export.call(tool, &mut *store).await
+        let output = export.call(tool, &mut *store).await;
+        if let (Some(started), Some(instantiated)) = (started, instantiated) {
+            tracing::debug!(
+                "invoked {} {} on a {} instance: instantiate {} µs, export {} µs",
+                cx.tool,
+                E::NAME,
+                if fresh { "fresh" } else { "reused" },
+                instantiated.duration_since(started).as_micros(),
+                instantiated.elapsed().as_micros(),
+            );
+        }
+        output
     };
     // The epoch deadline stops running guest code; this timer also covers a guest parked in
     // a host call (a WASI sleep, a blocked read), where no epoch check happens.
