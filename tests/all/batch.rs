@@ -184,6 +184,7 @@ async fn max_concurrency_below_one_is_an_error_not_a_hang() {
         .build()
         .unwrap_err();
     assert!(err.to_string().contains("max_concurrency"), "{err}");
+    assert!(matches!(err, toolhost::Error::Config(toolhost::SettingError::ZeroConcurrency)), "{err:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

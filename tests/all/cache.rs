@@ -5,7 +5,7 @@ use serde_json::json;
 use std::fs;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use toolhost::{EngineOptions, Error, Runtime, Session, ToolEngine, ToolSource};
+use toolhost::{EngineOptions, Error, LoadError, Runtime, Session, ToolEngine, ToolSource};
 use toolhost_tests::{call, guests, workspace};
 
 /// A runtime over `ws` caching in `cache_dir`, with a fresh engine, like a fresh process: an
@@ -90,7 +90,9 @@ async fn a_grant_including_the_cache_is_refused() {
     let mut inside = runtime(ws.path(), &ws.path().join(".cache").join("toolhost"));
     let err = inside.load(probe()).await.expect_err("a tool granted the cache loaded");
     let shown = err.to_string();
-    let Error::Load { origin, message } = err else { panic!("expected a load error, got {shown}") };
+    let Error::Load { origin, cause } = err else { panic!("expected a load error, got {shown}") };
+    assert!(matches!(cause, LoadError::Grant { .. }), "{cause:?}");
+    let message = cause.to_string();
     assert_eq!(origin, "probe.wasm");
     let cache_dir = inside.cache_dir().expect("the cache is in use").display().to_string();
     assert!(message.contains(&cache_dir), "the message names the cache: {message}");

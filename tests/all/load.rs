@@ -5,7 +5,7 @@
 use serde_json::json;
 use std::fs;
 use std::path::{Path, PathBuf};
-use toolhost::{Error, Runtime, Session, ToolSource};
+use toolhost::{Error, LoadError, Runtime, Session, ToolSource};
 use toolhost_tests::{call, config, engine, guests, workspace};
 
 fn bare_runtime(ws: &Path) -> Runtime {
@@ -24,11 +24,21 @@ async fn load_error(rt: &mut Runtime, source: ToolSource, label: &str) -> String
         Err(err) => err,
     };
     let shown = err.to_string();
-    let Error::Load { origin, message } = err else { panic!("{label}: expected a load error, got {shown}") };
+    let Error::Load { origin, cause } = err else { panic!("{label}: expected a load error, got {shown}") };
+    let message = cause.to_string();
     assert_eq!(origin, label, "the error names the source: {shown}");
     assert!(shown.contains(label), "the message names the source: {shown}");
     assert!(!message.trim().is_empty(), "{shown}");
     message
+}
+
+/// Load `source` expecting a load error; returns its typed cause.
+async fn load_cause(rt: &mut Runtime, source: ToolSource) -> LoadError {
+    match rt.load(source).await {
+        Ok(name) => panic!("loaded as tool {name}"),
+        Err(Error::Load { cause, .. }) => cause,
+        Err(other) => panic!("expected a load error, got {other}"),
+    }
 }
 
 /// Noop loads and answers in `rt`.
@@ -72,6 +82,38 @@ async fn bytes_that_are_not_a_tool_are_refused_clearly() {
     // None of that harmed the runtime.
     noop_works(&mut rt).await;
     assert_eq!(rt.tools().map(|t| t.info.name.clone()).collect::<Vec<_>>(), ["Noop"]);
+}
+
+/// An embedder tells what went wrong from the error's type, not its text.
+#[tokio::test(flavor = "multi_thread")]
+async fn load_errors_say_their_kind_in_their_type() {
+    let ws = workspace();
+    let mut rt = bare_runtime(ws.path());
+    let cause = load_cause(&mut rt, ToolSource::bytes("corrupt.wasm", &b"garbage"[..])).await;
+    assert!(matches!(cause, LoadError::NotAComponent(_)), "{cause:?}");
+    let cause = load_cause(&mut rt, ToolSource::bytes("core.wasm", &b"\0asm\x01\0\0\0"[..])).await;
+    assert!(matches!(cause, LoadError::NotAComponent(_)), "{cause:?}");
+    let half = &guests::NOOP[..guests::NOOP.len() / 2];
+    let cause = load_cause(&mut rt, ToolSource::bytes("truncated.wasm", half)).await;
+    assert!(matches!(cause, LoadError::Compile(_)), "{cause:?}");
+    let cause = load_cause(&mut rt, ToolSource::bytes("other-world.wasm", guests::OTHER_WORLD)).await;
+    assert!(matches!(cause, LoadError::NotATool { .. }), "{cause:?}");
+    let cause = load_cause(&mut rt, ToolSource::bytes("bad-schema.wasm", guests::BAD_SCHEMA)).await;
+    assert!(matches!(cause, LoadError::Schema(_)), "{cause:?}");
+
+    let wrong = "0".repeat(64);
+    let cause = load_cause(&mut rt, ToolSource::bytes("noop.wasm", guests::NOOP).with_sha256(&wrong)).await;
+    let LoadError::Sha256Mismatch { tool, expected, actual } = &cause else { panic!("{cause:?}") };
+    assert_eq!((tool, expected), (&None, &wrong));
+    assert_eq!(actual.len(), 64, "{cause}");
+    assert_ne!(actual, &wrong);
+
+    let missing = ws.path().join("nope.wasm");
+    let Err(Error::Load { cause: LoadError::Read(io), .. }) = ToolSource::file(&missing) else {
+        panic!("a missing file is a read error")
+    };
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    assert_eq!(rt.tools().count(), 0, "nothing was registered");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -266,7 +308,8 @@ async fn a_configured_tool_set_loads_with_one_error_per_tool_that_did_not() {
         .config(config)
         .build()
         .unwrap();
-    let refused = Error::Load { origin: "an installed tool".into(), message: "not in the lock".into() };
+    let refused =
+        Error::Load { origin: "an installed tool".into(), cause: LoadError::Source("not in the lock".into()) };
     let others = vec![ToolSource::file(ws.path().join("sleep.wasm")), Err(refused)];
     let errors = rt.load_configured(toolhost_default_tools::sources(), others).await;
     let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();

@@ -33,7 +33,7 @@ fn fresh_runtime(ws: &Path, cache: &Path, cfg: Config) -> Runtime {
 fn load_message(result: toolhost::Result<String>) -> String {
     match result {
         Ok(name) => panic!("loaded as {name}"),
-        Err(Error::Load { message, .. }) => message,
+        Err(Error::Load { cause, .. }) => cause.to_string(),
         Err(other) => panic!("expected a load error, got {other}"),
     }
 }

@@ -255,10 +255,12 @@ async fn build_and_load(
     };
     for (name, tool) in &config.tools {
         let (Some(source), Some(lock)) = (&tool.source, &lock) else { continue };
-        others
-            .push(crate::install::tool_source(args, &config, lock, name, source.get_ref()).map_err(|e| {
-                toolhost::Error::Load { origin: source.get_ref().to_string(), message: format!("{e:#}") }
-            }));
+        others.push(crate::install::tool_source(args, &config, lock, name, source.get_ref()).map_err(|e| {
+            toolhost::Error::Load {
+                origin: source.get_ref().to_string(),
+                cause: toolhost::LoadError::Source(format!("{e:#}").into()),
+            }
+        }));
     }
     for dir in &args.tools {
         others.extend(wasm_files(dir)?.iter().map(ToolSource::file));

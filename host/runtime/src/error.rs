@@ -1,17 +1,24 @@
 //! Errors of the library's own operations (loading tools, building the engine). A tool's
 //! failure is never one of these: it is a `ToolResult` with `is_error`.
+//!
+//! Each error says everything in its `Display` (a caller that prints `{err}` loses nothing)
+//! and keeps what it wraps as a typed field, so a caller can tell a digest mismatch from an
+//! unreadable file without reading text.
+
+use std::path::PathBuf;
+use std::sync::Arc;
 
 /// An error loading tools or setting up the runtime.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A tool could not be loaded; `origin` names the file (or the embedded tool).
-    #[error("{origin}: {message}")]
+    #[error("{origin}: {cause}")]
     Load {
         /// Where the tool came from.
         origin: String,
-        /// What is wrong with it.
-        message: String,
+        /// Why it was not loaded.
+        cause: LoadError,
     },
     /// Two tools claim the same name.
     #[error("{origin}: tool name `{name}` is already taken by {existing}; it was not loaded")]
@@ -23,20 +30,145 @@ pub enum Error {
         /// The tool that holds the name.
         existing: String,
     },
-    /// A setting is out of range.
+    /// A setting is unusable.
     #[error("config: {0}")]
-    Config(String),
+    Config(SettingError),
     /// The wasmtime engine could not be configured (wasmtime's error, with its chain).
     #[error("the wasmtime engine could not be configured")]
     Engine(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The workspace is unusable.
-    #[error("workspace {path}: {message}")]
+    #[error("workspace {path}: {cause}", path = path.display())]
     Workspace {
         /// The path given.
-        path: std::path::PathBuf,
+        path: PathBuf,
         /// What is wrong.
-        message: String,
+        cause: WorkspaceError,
     },
+}
+
+/// Why a tool was not loaded ([`Error::Load`]). Clone, so that a failure to make a tool's code
+/// ready is reported the same way to every call that needed it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file cannot be read.
+    #[error("cannot read: {0}")]
+    Read(Arc<std::io::Error>),
+    /// The bytes are not a WebAssembly component (the message says what they are instead).
+    #[error("{0}")]
+    NotAComponent(&'static str),
+    /// The bytes do not have the digest they were pinned to.
+    #[error(
+        "sha256 mismatch{}: expected {expected}, the file has {actual}; refusing to load it",
+        tool.as_ref().map(|t| format!(" for tool {t} (pinned in the config)")).unwrap_or_default()
+    )]
+    Sha256Mismatch {
+        /// The tool, when the pin is its `[tools.NAME] sha256`.
+        tool: Option<String>,
+        /// The pinned digest (hex), as given.
+        expected: String,
+        /// The digest of the bytes (hex).
+        actual: String,
+    },
+    /// The config pins a digest and the caller another.
+    #[error("two pins disagree: {config} and {given}")]
+    PinsDisagree {
+        /// The config's pin.
+        config: String,
+        /// The caller's pin.
+        given: String,
+    },
+    /// wasmtime refused the component, or compiling it failed (wasmtime's error, with its
+    /// chain).
+    #[error("invalid component: {0:#}")]
+    Compile(Arc<wasmtime::Error>),
+    /// The component imports something the host does not provide.
+    #[error("cannot link: {0:#} (a tool may import only `toolhost:tool/host` and WASI 0.2)")]
+    Link(Arc<wasmtime::Error>),
+    /// The component does not export the tool interface.
+    #[error(
+        "not a toolhost tool: it does not implement the world `toolhost:tool/plugin@0.1.0` (it must export \
+         `{interface}` with schema, is-concurrency-safe, validate and call): {detail:#}"
+    )]
+    NotATool {
+        /// The interface it must export.
+        interface: &'static str,
+        /// wasmtime's account of the mismatch.
+        detail: Arc<wasmtime::Error>,
+    },
+    /// Its `schema` export failed, trapped or timed out, or described the tool in a way the
+    /// host refuses; also when an earlier load of the same bytes failed so (the message says
+    /// which, and how to try again).
+    #[error("{0}")]
+    Schema(Arc<str>),
+    /// The tool and the config disagree (its name, pin or grant); the error has the config's
+    /// position.
+    #[error("{0}")]
+    Config(Arc<toolhost_policy::ConfigError>),
+    /// A tool that declares itself read-only asks to write.
+    #[error(
+        "tool {name} declares `read-only: true` but its ceiling asks for fs-write({dir}): a read-only tool \
+         cannot write; make the ceiling fs-read, or declare the tool not read-only"
+    )]
+    ReadOnlyWrites {
+        /// The tool.
+        name: String,
+        /// The directory its ceiling would write.
+        dir: String,
+    },
+    /// A granted directory cannot be granted safely (it leaves its base through a link, or
+    /// holds the compile cache).
+    #[error("tool {name}: {message}")]
+    Grant {
+        /// The tool.
+        name: String,
+        /// Which directory, and why.
+        message: Arc<str>,
+    },
+    /// The embedder could not produce the tool's bytes (an installed tool missing from its
+    /// store, say); the message is the embedder's.
+    #[error("{0}")]
+    Source(Arc<str>),
+}
+
+/// A setting the runtime cannot use ([`Error::Config`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingError {
+    /// `max_concurrency = 0`.
+    #[error("max_concurrency must be at least 1 (0 would run nothing)")]
+    ZeroConcurrency,
+    /// A `[tls] ca_files` entry cannot be read.
+    #[error("tls.ca_files: cannot read {path}: {error}", path = path.display())]
+    CaFileUnreadable {
+        /// The file.
+        path: PathBuf,
+        /// The read's error.
+        error: std::io::Error,
+    },
+    /// A `[tls] ca_files` entry holds no usable certificate.
+    #[error("tls.ca_files: {0}")]
+    CaFileInvalid(String),
+    /// A path pattern of files other programs run does not compile.
+    #[error("{setting}: {error}")]
+    Pattern {
+        /// Which setting (`permissions.protected`, or the built-in list).
+        setting: &'static str,
+        /// The pattern's error.
+        error: toolhost_policy::PathPatternError,
+    },
+}
+
+/// Why the workspace is unusable ([`Error::Workspace`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkspaceError {
+    /// It cannot be resolved (it does not exist, say).
+    #[error("{0}")]
+    Unresolvable(std::io::Error),
+    /// It is not a directory.
+    #[error("not a directory")]
+    NotADirectory,
 }
 
 /// The library's result type.

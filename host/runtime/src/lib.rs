@@ -59,7 +59,7 @@ pub use cache::private_dir;
 pub use call::{CallOptions, Progress, ProgressFn};
 pub use classify::CheckedCall;
 pub use engine::{EngineOptions, ToolEngine};
-pub use error::{Error, Result};
+pub use error::{Error, LoadError, Result, SettingError, WorkspaceError};
 pub use event::{Event, EventSink, input_sha256};
 #[doc(hidden)]
 pub use fsguard::use_procfs_paths;

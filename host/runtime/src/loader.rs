@@ -5,7 +5,7 @@
 use crate::bindings::{PluginPre, TOOL_INTERFACE, ToolSchema, WitCapability};
 use crate::cache::{self, Cache};
 use crate::engine::ToolEngine;
-use crate::error::{Error, Result};
+use crate::error::{Error, LoadError, Result};
 use crate::invoke::{GetSchema, InvokeCtx, invoke};
 use crate::state::{CallEnv, HostState};
 use serde::{Deserialize, Serialize};
@@ -72,7 +72,7 @@ impl ToolSource {
     pub fn file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let bytes = std::fs::read(path)
-            .map_err(|e| Error::Load { origin: path.display().to_string(), message: format!("cannot read: {e}") })?;
+            .map_err(|e| Error::Load { origin: path.display().to_string(), cause: LoadError::Read(Arc::new(e)) })?;
         Ok(ToolSource::new(Origin::File(path.to_path_buf()), bytes.into()))
     }
 
@@ -152,8 +152,8 @@ impl ToolSource {
         self
     }
 
-    pub(crate) fn err(&self, message: impl Into<String>) -> Error {
-        Error::Load { origin: self.origin.to_string(), message: message.into() }
+    pub(crate) fn err(&self, cause: LoadError) -> Error {
+        Error::Load { origin: self.origin.to_string(), cause }
     }
 }
 
@@ -190,7 +190,7 @@ pub(crate) struct Code {
     sha256: String,
     /// What to make it from; dropped once made, so the bytes are not kept twice.
     pending: std::sync::Mutex<Option<(ToolSource, Option<Cache>)>>,
-    ready: tokio::sync::OnceCell<std::result::Result<Arc<Compiled>, String>>,
+    ready: tokio::sync::OnceCell<std::result::Result<Arc<Compiled>, LoadError>>,
 }
 
 impl Code {
@@ -212,19 +212,20 @@ impl Code {
     ///
     /// # Errors
     ///
-    /// Why it cannot be made (as [`Error::Load`]'s message), the same every time.
-    pub(crate) async fn get(&self, engine: &ToolEngine) -> std::result::Result<Arc<Compiled>, String> {
+    /// Why it cannot be made, the same every time.
+    pub(crate) async fn get(&self, engine: &ToolEngine) -> std::result::Result<Arc<Compiled>, LoadError> {
         self.ready
             .get_or_init(|| async {
                 // Cloned, not taken: a call cancelled while this runs leaves it for the next.
                 let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 let Some((source, cache)) = pending else {
-                    return Err("its code is gone".to_string()); // not reached: set once made
+                    // Not reached: set once made.
+                    return Err(LoadError::Compile(Arc::new(wasmtime::format_err!("its code is gone"))));
                 };
                 let made =
                     compile(engine, &source, &self.sha256, cache.as_ref()).await.map(Arc::new).map_err(|e| match e {
-                        Error::Load { message, .. } => message,
-                        other => other.to_string(),
+                        Error::Load { cause, .. } => cause,
+                        other => LoadError::Source(other.to_string().into()),
                     });
                 *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
                 made
@@ -242,13 +243,15 @@ const CORE_MODULE_VERSION: [u8; 4] = [1, 0, 0, 0];
 pub(crate) fn check_bytes(source: &ToolSource, pin: Option<&str>) -> Result<String> {
     let bytes = &source.bytes;
     if bytes.len() < 8 || &bytes[..4] != WASM_MAGIC {
-        return Err(source.err("not a WebAssembly file (it does not start with the `\\0asm` magic bytes)"));
+        return Err(source.err(LoadError::NotAComponent(
+            "not a WebAssembly file (it does not start with the `\\0asm` magic bytes)",
+        )));
     }
     if bytes[4..8] == CORE_MODULE_VERSION {
-        return Err(source.err(
+        return Err(source.err(LoadError::NotAComponent(
             "a core WebAssembly module, not a component: build the tool for `wasm32-wasip2` \
              (or wrap the module with `wasm-tools component new`)",
-        ));
+        )));
     }
     let sha256 = match (source.precompiled, source.embedded) {
         // Part of this binary, with the digest its build computed: see `with_precompiled`.
@@ -258,7 +261,7 @@ pub(crate) fn check_bytes(source: &ToolSource, pin: Option<&str>) -> Result<Stri
     if let Some(want) = pin
         && !want.eq_ignore_ascii_case(&sha256)
     {
-        return Err(source.err(format!("sha256 mismatch: expected {want}, the file has {sha256}; refusing to load it")));
+        return Err(source.err(LoadError::Sha256Mismatch { tool: None, expected: want.to_string(), actual: sha256 }));
     }
     Ok(sha256)
 }
@@ -275,21 +278,18 @@ async fn compile(engine: &ToolEngine, source: &ToolSource, sha256: &str, cache: 
             let (eng, b, s, cache) = (engine.engine.clone(), bytes.clone(), sha256.to_string(), cache.cloned());
             let component = tokio::task::spawn_blocking(move || cache::compile(&eng, &b, &s, cache.as_ref()))
                 .await
-                .map_err(|e| source.err(format!("compilation task failed: {e}")))?
-                .map_err(|e| source.err(format!("invalid component: {e:#}")))?;
+                .map_err(|e| {
+                    source.err(LoadError::Compile(Arc::new(wasmtime::format_err!("compilation task failed: {e}"))))
+                })?
+                .map_err(|e| source.err(LoadError::Compile(Arc::new(e))))?;
             engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(sha256.to_string(), component.clone());
             component
         }
     };
-    let instance_pre = engine.linker.instantiate_pre(&component).map_err(|e| {
-        source.err(format!("cannot link: {e:#} (a tool may import only `toolhost:tool/host` and WASI 0.2)"))
-    })?;
-    let pre = PluginPre::new(instance_pre).map_err(|e| {
-        source.err(format!(
-            "not a toolhost tool: it does not implement the world `toolhost:tool/plugin@0.1.0` \
-             (it must export `{TOOL_INTERFACE}` with schema, is-concurrency-safe, validate and call): {e:#}"
-        ))
-    })?;
+    let instance_pre =
+        engine.linker.instantiate_pre(&component).map_err(|e| source.err(LoadError::Link(Arc::new(e))))?;
+    let pre = PluginPre::new(instance_pre)
+        .map_err(|e| source.err(LoadError::NotATool { interface: TOOL_INTERFACE, detail: Arc::new(e) }))?;
     Ok(Compiled { component, pre })
 }
 
@@ -381,7 +381,7 @@ pub(crate) async fn describe(
         cache.and_then(|c| c.read_record(&engine.engine, sha)).and_then(|b| serde_json::from_slice(&b).ok())
     });
     let record = match remembered {
-        Some(LoadRecord::Schema(raw)) => return check_schema(raw).map_err(|m| source.err(m)),
+        Some(LoadRecord::Schema(raw)) => return check_schema(raw).map_err(|m| source.err(LoadError::Schema(m.into()))),
         Some(LoadRecord::Failed { message, timeout_ms, timed_out })
             if !(timed_out && limits.load_timeout_ms > timeout_ms) =>
         {
@@ -390,11 +390,12 @@ pub(crate) async fn describe(
             } else {
                 "change the file or update toolhost to try again"
             };
-            return Err(source
-                .err(format!("{message} (remembered from an earlier load of these bytes, sha256 {sha}; {retry})")));
+            return Err(source.err(LoadError::Schema(
+                format!("{message} (remembered from an earlier load of these bytes, sha256 {sha}; {retry})").into(),
+            )));
         }
         // Only now is the code needed (a record, found above, makes it wait for a call).
-        _ => run_schema(engine, &*code.get(engine).await.map_err(|m| source.err(m))?, source, limits).await,
+        _ => run_schema(engine, &*code.get(engine).await.map_err(|c| source.err(c))?, source, limits).await,
     };
     let result = match &record {
         LoadRecord::Schema(raw) => check_schema(raw.clone()),
@@ -413,7 +414,7 @@ pub(crate) async fn describe(
         cache.write_record(&engine.engine, sha, &body);
     }
     engine.records.lock().unwrap_or_else(|e| e.into_inner()).insert(sha.to_string(), record);
-    result.map_err(|m| source.err(m))
+    result.map_err(|m| source.err(LoadError::Schema(m.into())))
 }
 
 /// Call `schema` with no capabilities, under the load deadline.
@@ -530,7 +531,7 @@ pub async fn inspect(engine: &ToolEngine, source: &ToolSource, cache_dir: Option
         ready: tokio::sync::OnceCell::new_with(Some(Ok(Arc::new(compiled)))),
     };
     let (info, _) = describe(engine, &code, source, &Limits::default(), cache.as_ref()).await?;
-    let compiled = code.get(engine).await.map_err(|m| source.err(m))?;
+    let compiled = code.get(engine).await.map_err(|c| source.err(c))?;
     let ty = compiled.component.component_type();
     let imports = ty.imports(&engine.engine).map(|(name, _)| name.to_string()).collect();
     let exports = ty.exports(&engine.engine).map(|(name, _)| name.to_string()).collect();

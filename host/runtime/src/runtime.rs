@@ -3,7 +3,7 @@
 
 use crate::cache::Cache;
 use crate::engine::{EngineOptions, ToolEngine};
-use crate::error::{Error, Result};
+use crate::error::{Error, LoadError, Result, SettingError, WorkspaceError};
 use crate::event::EventSink;
 use crate::fsguard::Preopen;
 use crate::hooks::{CommandHooks, Hooks};
@@ -247,9 +247,11 @@ impl RuntimeBuilder {
     /// no certificate.
     pub fn build(self) -> Result<Runtime> {
         let ws = self.workspace.unwrap_or_else(|| PathBuf::from("."));
-        let workspace = ws.canonicalize().map_err(|e| Error::Workspace { path: ws.clone(), message: e.to_string() })?;
+        let workspace = ws
+            .canonicalize()
+            .map_err(|e| Error::Workspace { path: ws.clone(), cause: WorkspaceError::Unresolvable(e) })?;
         if !workspace.is_dir() {
-            return Err(Error::Workspace { path: ws, message: "not a directory".into() });
+            return Err(Error::Workspace { path: ws, cause: WorkspaceError::NotADirectory });
         }
         let engine = match self.engine {
             Some(e) => e,
@@ -267,7 +269,7 @@ impl RuntimeBuilder {
         let results_dir = self.results_dir.unwrap_or_else(|| workspace.join(".toolhost").join("results"));
         let max_concurrency = self.max_concurrency.unwrap_or(self.config.limits_for("").max_concurrency);
         if max_concurrency < 1 {
-            return Err(Error::Config("max_concurrency must be at least 1 (0 would run nothing)".into()));
+            return Err(Error::Config(SettingError::ZeroConcurrency));
         }
         let mut rules = self.config.permissions.rules();
         rules.allow.extend(self.extra_rules.allow);
@@ -285,10 +287,10 @@ impl RuntimeBuilder {
         let mut extra_roots = Vec::new();
         for file in self.config.tls.ca_files() {
             let pem = std::fs::read(&file)
-                .map_err(|e| Error::Config(format!("tls.ca_files: cannot read {}: {e}", file.display())))?;
+                .map_err(|error| Error::Config(SettingError::CaFileUnreadable { path: file.clone(), error }))?;
             extra_roots.push((file.display().to_string(), pem));
         }
-        let tls = crate::http::tls_config(&extra_roots).map_err(|e| Error::Config(format!("tls.ca_files: {e}")))?;
+        let tls = crate::http::tls_config(&extra_roots).map_err(|e| Error::Config(SettingError::CaFileInvalid(e)))?;
         Ok(Runtime {
             tls,
             engine,
@@ -483,7 +485,7 @@ impl Runtime {
         if let (Some(pin), Some(want)) = (config_pin, &source.expected_sha256)
             && !pin.get_ref().eq_ignore_ascii_case(want)
         {
-            return Err(source.err(format!("two pins disagree: {} and {want}", pin.get_ref())));
+            return Err(source.err(LoadError::PinsDisagree { config: pin.get_ref().clone(), given: want.clone() }));
         }
         let pin = source.expected_sha256.as_deref().or(config_pin.map(|p| p.get_ref().as_str()));
         let sha256 = loader::check_bytes(source, pin)?;
@@ -500,12 +502,13 @@ impl Runtime {
             info.name = name.clone();
         }
         let name = info.name.clone();
-        let load_error = |message: String| Error::Load { origin: source.origin.to_string(), message };
+        let load_error = |cause: LoadError| Error::Load { origin: source.origin.to_string(), cause };
+        let config_error = |e: toolhost_policy::ConfigError| load_error(LoadError::Config(Arc::new(e)));
         if let Some(expected) = &source.expected_name
             && *expected != name
         {
             let message = format!("the file declares a tool named {name:?}, not {expected:?}; not loaded");
-            return Err(load_error(self.config.tool_error(expected, &message).to_string()));
+            return Err(config_error(self.config.tool_error(expected, &message)));
         }
         // A `[tools.NAME]` with a path owns NAME (and its grant): no other file takes it over,
         // whether or not that path loaded.
@@ -519,7 +522,7 @@ impl Runtime {
                     source.origin,
                     path.get_ref().display()
                 );
-                return Err(load_error(self.config.tool_error(&name, &message).to_string()));
+                return Err(config_error(self.config.tool_error(&name, &message)));
             }
         }
         // Likewise a `[tools.NAME] source` (an installed tool, loaded renamed to NAME): no
@@ -532,7 +535,7 @@ impl Runtime {
                 source.origin,
                 installed.get_ref()
             );
-            return Err(load_error(self.config.tool_error(&name, &message).to_string()));
+            return Err(config_error(self.config.tool_error(&name, &message)));
         }
         if let Some(existing) = self.tools.get(&name) {
             return Err(Error::Duplicate {
@@ -547,39 +550,27 @@ impl Runtime {
             && let Some(Capability::FsWrite(dir)) =
                 info.capabilities.iter().find(|c| matches!(c, Capability::FsWrite(_)))
         {
-            return Err(load_error(format!(
-                "tool {name} declares `read-only: true` but its ceiling asks for fs-write({dir}): a read-only tool \
-                 cannot write; make the ceiling fs-read, or declare the tool not read-only"
-            )));
+            return Err(load_error(LoadError::ReadOnlyWrites { name, dir: dir.clone() }));
         }
         let tool_config = self.config.tools.get(&name);
         if let Some(pin) = tool_config.and_then(|t| t.sha256.as_ref())
             && !pin.get_ref().eq_ignore_ascii_case(code.sha256())
         {
-            return Err(Error::Load {
-                origin: source.origin.to_string(),
-                message: format!(
-                    "sha256 mismatch for tool {name}: the config pins {}, the file has {}; refusing to load it",
-                    pin.get_ref(),
-                    code.sha256()
-                ),
-            });
+            return Err(load_error(LoadError::Sha256Mismatch {
+                tool: Some(name),
+                expected: pin.get_ref().clone(),
+                actual: code.sha256().to_string(),
+            }));
         }
         // An explicit grant beyond the ceiling is a config mistake, not something to trim
         // silently: the operator believes the tool has what it cannot get.
         if let Some(grant) = tool_config.and_then(|t| t.grant()) {
             if let Some(message) = grant.pattern_errors().first() {
-                return Err(Error::Load {
-                    origin: source.origin.to_string(),
-                    message: self.config.tool_error(&name, &format!("grant.{message}")).to_string(),
-                });
+                return Err(config_error(self.config.tool_error(&name, &format!("grant.{message}"))));
             }
             let excess = grant_excess(&info.capabilities, grant, &self.workspace);
             if !excess.is_empty() {
-                return Err(Error::Load {
-                    origin: source.origin.to_string(),
-                    message: self.config.grant_error(&name, &excess).to_string(),
-                });
+                return Err(config_error(self.config.grant_error(&name, &excess)));
             }
         }
         let (grant, grant_from) = match tool_config.and_then(|t| t.grant()) {
@@ -599,13 +590,13 @@ impl Runtime {
             ok
         });
         let preopens = pin_dirs(&effective.dirs, &grant, &info.capabilities, &self.workspace)
-            .map_err(|m| load_error(format!("tool {name}: {m}")))?;
+            .map_err(|m| load_error(LoadError::Grant { name: name.clone(), message: m.into() }))?;
         let real_dirs: Vec<DirGrant> =
             preopens.iter().map(|p| DirGrant { path: p.host.clone(), writable: p.writable }).collect();
         if let Some(message) =
             self.cache.as_ref().and_then(|c| c.grant_overlap(&effective.dirs).or_else(|| c.grant_overlap(&real_dirs)))
         {
-            return Err(load_error(format!("tool {name}: {message}")));
+            return Err(load_error(LoadError::Grant { name, message: message.into() }));
         }
         let subject_is_path = info
             .permission_subject
@@ -710,11 +701,13 @@ fn base_policy(
     }
     // The defaults mean the same file in every directory (a grant of `~` reaches
     // `~/.bashrc`); the operator's own patterns are workspace-relative unless absolute.
-    policy
-        .ask_before_writing_anywhere(toolhost_policy::DEFAULT_ASK_BEFORE_WRITING)
-        .map_err(|e| Error::Config(format!("the default ask-before-writing patterns: {e}")))?;
+    policy.ask_before_writing_anywhere(toolhost_policy::DEFAULT_ASK_BEFORE_WRITING).map_err(|error| {
+        Error::Config(SettingError::Pattern { setting: "the default ask-before-writing patterns", error })
+    })?;
     let asked: Vec<&str> = config.permissions.protected();
-    policy.ask_before_writing(&asked).map_err(|e| Error::Config(format!("permissions.protected: {e}")))?;
+    policy
+        .ask_before_writing(&asked)
+        .map_err(|error| Error::Config(SettingError::Pattern { setting: "permissions.protected", error }))?;
     let fs_rules: Vec<Rule> = rules
         .deny
         .iter()
