@@ -4,7 +4,7 @@
 //! - 10 CPU-bound safe calls: parallel batch vs the same calls one after another;
 //! - 1,000 calls of a no-op tool through `run_batch`: calls per second, and peak RSS.
 //!
-//! `cargo bench -p toolhost-tests --bench batch`
+//! `cargo bench -p toolhost-tests --bench batch [-- sleep|burn|noop]` (a name runs that part only)
 
 use serde_json::json;
 use std::sync::Arc;
@@ -37,6 +37,26 @@ async fn time_batch(rt: &Arc<Runtime>, batch: &[ToolUse]) -> Duration {
     elapsed
 }
 
+/// CPU time of the whole process so far (every thread's, from `/proc/self/task/*/schedstat`, in
+/// ns): for the no-op batch, a figure that scheduling noise moves less than wall time.
+fn cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Wall and CPU time of one batch.
+async fn time_batch_cpu(rt: &Arc<Runtime>, batch: &[ToolUse]) -> (Duration, Duration) {
+    let session = Session::new();
+    let (start, cpu) = (Instant::now(), cpu_ns());
+    let results = rt.run_batch(&session, batch, toolhost::CallOptions::new()).await;
+    let (elapsed, cpu) = (start.elapsed(), Duration::from_nanos(cpu_ns() - cpu));
+    assert!(results.iter().all(|r| !r.is_error), "{:?}", results.iter().find(|r| r.is_error));
+    (elapsed, cpu)
+}
+
 async fn time_serial(rt: &Arc<Runtime>, batch: &[ToolUse]) -> Duration {
     let session = Session::new();
     let start = Instant::now();
@@ -47,6 +67,9 @@ async fn time_serial(rt: &Arc<Runtime>, batch: &[ToolUse]) -> Duration {
 }
 
 fn main() {
+    // `cargo bench` passes `--bench`; any other argument picks the parts to run.
+    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let run = |part: &str| only.is_empty() || only.iter().any(|o| part.contains(o.as_str()));
     let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     tokio.block_on(async {
         let ws = tempfile::tempdir().unwrap();
@@ -62,49 +85,58 @@ fn main() {
         let rt = Arc::new(rt);
 
         // Sleep: one call vs ten in one safe batch.
-        let one = calls(1, "Sleep", json!({"ms": 100}));
-        let ten = calls(10, "Sleep", json!({"ms": 100}));
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        for _ in 0..REPEATS {
-            a.push(time_batch(&rt, &one).await);
-            b.push(time_batch(&rt, &ten).await);
+        if run("sleep") {
+            let one = calls(1, "Sleep", json!({"ms": 100}));
+            let ten = calls(10, "Sleep", json!({"ms": 100}));
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for _ in 0..REPEATS {
+                a.push(time_batch(&rt, &one).await);
+                b.push(time_batch(&rt, &ten).await);
+            }
+            let (a, b) = (median(a), median(b));
+            println!(
+                "sleep 100 ms: one call {:.1} ms, ten in a batch {:.1} ms: {:.2}x one call (serial would be 10x)",
+                a.as_secs_f64() * 1e3,
+                b.as_secs_f64() * 1e3,
+                b.as_secs_f64() / a.as_secs_f64()
+            );
         }
-        let (a, b) = (median(a), median(b));
-        println!(
-            "sleep 100 ms: one call {:.1} ms, ten in a batch {:.1} ms: {:.2}x one call (serial would be 10x)",
-            a.as_secs_f64() * 1e3,
-            b.as_secs_f64() * 1e3,
-            b.as_secs_f64() / a.as_secs_f64()
-        );
 
         // CPU-bound: parallel batch vs serial.
-        let burn = calls(10, "Burn", json!({"rounds": 20_000_000u64}));
-        let (mut par, mut ser) = (Vec::new(), Vec::new());
-        for _ in 0..REPEATS {
-            par.push(time_batch(&rt, &burn).await);
-            ser.push(time_serial(&rt, &burn).await);
+        if run("burn") {
+            let burn = calls(10, "Burn", json!({"rounds": 20_000_000u64}));
+            let (mut par, mut ser) = (Vec::new(), Vec::new());
+            for _ in 0..REPEATS {
+                par.push(time_batch(&rt, &burn).await);
+                ser.push(time_serial(&rt, &burn).await);
+            }
+            let (par, ser) = (median(par), median(ser));
+            println!(
+                "10 CPU-bound calls on {} cores: serial {:.0} ms, parallel {:.0} ms: {:.2}x faster",
+                std::thread::available_parallelism().map_or(0, |n| n.get()),
+                ser.as_secs_f64() * 1e3,
+                par.as_secs_f64() * 1e3,
+                ser.as_secs_f64() / par.as_secs_f64()
+            );
         }
-        let (par, ser) = (median(par), median(ser));
-        println!(
-            "10 CPU-bound calls on {} cores: serial {:.0} ms, parallel {:.0} ms: {:.2}x faster",
-            std::thread::available_parallelism().map_or(0, |n| n.get()),
-            ser.as_secs_f64() * 1e3,
-            par.as_secs_f64() * 1e3,
-            ser.as_secs_f64() / par.as_secs_f64()
-        );
 
-        // Throughput: 1,000 no-op calls through run_batch.
-        let noop = calls(1000, "Noop", json!({}));
-        let mut runs = Vec::new();
-        for _ in 0..REPEATS {
-            runs.push(time_batch(&rt, &noop).await);
+        // Throughput: 1,000 no-op calls through run_batch (more repeats: each is short).
+        if run("noop") {
+            let noop = calls(1000, "Noop", json!({}));
+            let (mut runs, mut cpus) = (Vec::new(), Vec::new());
+            for _ in 0..3 * REPEATS {
+                let (wall, cpu) = time_batch_cpu(&rt, &noop).await;
+                runs.push(wall);
+                cpus.push(cpu);
+            }
+            let (t, cpu) = (median(runs), median(cpus));
+            println!(
+                "1000 no-op calls through run_batch: {:.1} ms, {:.0} calls/s, {:.1} ms of CPU; peak RSS {} MiB",
+                t.as_secs_f64() * 1e3,
+                1000.0 / t.as_secs_f64(),
+                cpu.as_secs_f64() * 1e3,
+                peak_rss_kib().map_or("?".to_string(), |k| (k / 1024).to_string())
+            );
         }
-        let t = median(runs);
-        println!(
-            "1000 no-op calls through run_batch: {:.1} ms, {:.0} calls/s; peak RSS {} MiB",
-            t.as_secs_f64() * 1e3,
-            1000.0 / t.as_secs_f64(),
-            peak_rss_kib().map_or("?".to_string(), |k| (k / 1024).to_string())
-        );
     });
 }

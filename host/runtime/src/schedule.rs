@@ -222,6 +222,13 @@ impl Scheduler {
 }
 
 impl State {
+    /// Where the entry of ticket `id` is in the queue. Tickets are queued in id order and leave
+    /// it without reordering it, so a binary search finds it (a turn of 1,000 calls queues them
+    /// all at once; a scan from the front would cost each admission the length of the queue).
+    fn position(&self, id: u64) -> Option<usize> {
+        self.queue.binary_search_by_key(&id, |e| e.id).ok()
+    }
+
     /// Whether the holds alive belong to a period that is over: no safe call runs, and the
     /// next call in the queue (if any) is unsafe. While the next one is not classified yet, or
     /// is safe, the period may still grow (a turn's consecutive safe calls form one period,
@@ -242,7 +249,8 @@ impl Ticket {
         let (tx, rx) = oneshot::channel();
         let id = self.0.id;
         self.0.scheduler.change(|state| {
-            let entry = state.queue.iter_mut().find(|e| e.id == id).expect("a ticket is admitted once");
+            let at = state.position(id).expect("a ticket is admitted once");
+            let entry = &mut state.queue[at];
             entry.kind = if safe { Kind::Safe } else { Kind::Unsafe };
             entry.admit = Some(tx);
         });
@@ -279,7 +287,11 @@ impl Drop for TicketInner {
         }
         let id = self.id;
         // Given up before admission (cancelled, refused): its place goes, the rest may move.
-        self.scheduler.change(|state| state.queue.retain(|e| e.id != id));
+        self.scheduler.change(|state| {
+            if let Some(at) = state.position(id) {
+                state.queue.remove(at);
+            }
+        });
     }
 }
 
@@ -357,6 +369,28 @@ mod tests {
         assert!(!b.is_finished());
         drop(a);
         b.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn tickets_classified_out_of_order_or_given_up_still_run_in_arrival_order() {
+        let s = Scheduler::new(1);
+        let tickets: Vec<Ticket> = (0..60).map(|_| s.ticket()).collect();
+        // The last ticket is classified first; every third one is given up unclassified.
+        let mut waits = Vec::new();
+        for (i, ticket) in tickets.into_iter().enumerate().rev() {
+            if i % 3 == 0 {
+                drop(ticket);
+            } else {
+                waits.push(tokio::spawn(ticket.admit(i % 2 == 0)));
+            }
+        }
+        waits.reverse();
+        // One at a time, in arrival order: a call admitted out of turn would keep its slot
+        // inside its finished task, and the one awaited here would never be admitted.
+        for wait in waits {
+            let running = tokio::time::timeout(Duration::from_secs(1), wait).await.expect("admitted in turn").unwrap();
+            drop(running);
+        }
     }
 
     #[tokio::test]
