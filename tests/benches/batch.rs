@@ -28,15 +28,6 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-async fn time_batch(rt: &Arc<Runtime>, batch: &[ToolUse]) -> Duration {
-    let session = Session::new();
-    let start = Instant::now();
-    let results = rt.run_batch(&session, batch, toolhost::CallOptions::new()).await;
-    let elapsed = start.elapsed();
-    assert!(results.iter().all(|r| !r.is_error), "{:?}", results.iter().find(|r| r.is_error));
-    elapsed
-}
-
 /// CPU time of the whole process so far (every thread's, from `/proc/self/task/*/schedstat`, in
 /// ns): for the no-op batch, a figure that scheduling noise moves less than wall time.
 fn cpu_ns() -> u64 {
@@ -48,7 +39,7 @@ fn cpu_ns() -> u64 {
 }
 
 /// Wall and CPU time of one batch.
-async fn time_batch_cpu(rt: &Arc<Runtime>, batch: &[ToolUse]) -> (Duration, Duration) {
+async fn time_batch(rt: &Arc<Runtime>, batch: &[ToolUse]) -> (Duration, Duration) {
     let session = Session::new();
     let (start, cpu) = (Instant::now(), cpu_ns());
     let results = rt.run_batch(&session, batch, toolhost::CallOptions::new()).await;
@@ -90,8 +81,8 @@ fn main() {
             let ten = calls(10, "Sleep", json!({"ms": 100}));
             let (mut a, mut b) = (Vec::new(), Vec::new());
             for _ in 0..REPEATS {
-                a.push(time_batch(&rt, &one).await);
-                b.push(time_batch(&rt, &ten).await);
+                a.push(time_batch(&rt, &one).await.0);
+                b.push(time_batch(&rt, &ten).await.0);
             }
             let (a, b) = (median(a), median(b));
             println!(
@@ -107,7 +98,7 @@ fn main() {
             let burn = calls(10, "Burn", json!({"rounds": 20_000_000u64}));
             let (mut par, mut ser) = (Vec::new(), Vec::new());
             for _ in 0..REPEATS {
-                par.push(time_batch(&rt, &burn).await);
+                par.push(time_batch(&rt, &burn).await.0);
                 ser.push(time_serial(&rt, &burn).await);
             }
             let (par, ser) = (median(par), median(ser));
@@ -125,7 +116,7 @@ fn main() {
             let noop = calls(1000, "Noop", json!({}));
             let (mut runs, mut cpus) = (Vec::new(), Vec::new());
             for _ in 0..3 * REPEATS {
-                let (wall, cpu) = time_batch_cpu(&rt, &noop).await;
+                let (wall, cpu) = time_batch(&rt, &noop).await;
                 runs.push(wall);
                 cpus.push(cpu);
             }
