@@ -359,6 +359,41 @@ async fn what_a_listing_showed_is_forgotten_when_the_call_changes_the_tree() {
     assert_eq!(lines[7], "error: read ./secrets/id.key: access", "{out}");
 }
 
+/// A listing that spans a change of the tree teaches nothing: a link renamed into the
+/// directory while it is being listed (after its entries were read from the kernel) is still
+/// judged by where it leads, so neither a stat nor a read of it reaches a denied file.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_link_moved_in_during_a_listing_is_still_judged_by_its_target() {
+    let ws = workspace();
+    let ws_path = ws.path().canonicalize().unwrap();
+    for dir in ["secrets", "pub", "other"] {
+        fs::create_dir_all(ws_path.join(dir)).unwrap();
+    }
+    fs::write(ws_path.join("secrets/id.key"), format!("KEY {SECRET}\n")).unwrap();
+    fs::write(ws_path.join("pub/a.txt"), "plain\n").unwrap();
+    fs::write(ws_path.join("pub/b.txt"), "plain\n").unwrap();
+    // A link made outside toolhost (a tool cannot make one to a denied file).
+    std::os::unix::fs::symlink("../secrets/id.key", ws_path.join("other/planted")).unwrap();
+    let rt = runtime(&ws_path, "[permissions]\ndeny = [\"Read(secrets/**)\"]\n", |b| b).await;
+
+    let out = ok(&hostile(
+        &rt,
+        json!({"op": "steps", "steps": [
+            {"op": "list", "path": "pub", "steps": [
+                {"op": "rename", "path": "other/planted", "target": "pub/zz"},
+            ]},
+            {"op": "stat", "path": "pub/zz"},
+            {"op": "read", "path": "pub/zz"},
+        ]}),
+    )
+    .await);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("ok: a.txt | b.txt | ") && lines[0].contains("ok: renamed"), "{out}");
+    assert_eq!(lines[1], "error: stat pub/zz: access", "{out}");
+    assert_eq!(lines[2], "error: read pub/zz: access", "{out}");
+    assert!(!out.contains(SECRET), "{out}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_only_tool_cannot_ask_to_write() {
     let ws = workspace();

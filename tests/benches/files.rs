@@ -4,11 +4,17 @@
 //! with the default config again last, as a control for the order of measurement.
 //!
 //! `cargo bench -p toolhost-tests --bench files`
+//!
+//! `cargo bench -p toolhost-tests --bench files -- --paired [ROUNDS]` instead measures what
+//! the deny rule costs against the default config with the two interleaved: each round times
+//! a block of calls under one config, then the same block under the other (in alternating
+//! order), so drift of the machine falls on both alike; it prints the median of the per-round
+//! ratios, in wall and in CPU time, per tool.
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use serde_json::json;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use toolhost::{Runtime, Session, ToolUse};
 use toolhost_tests::{config, default_tools, engine};
 
@@ -37,23 +43,96 @@ fn runtime(rt: &tokio::runtime::Runtime, ws: &Path, toml: &str) -> Runtime {
     runtime
 }
 
-fn files(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let ws = tempfile::tempdir().unwrap();
-    tree(ws.path());
-    let session = Session::new();
-    let ws_str = ws.path().canonicalize().unwrap().display().to_string();
-    let calls = [
+/// The rule that makes every open, stat and listing checked.
+const DENY: &str = "[permissions]\ndeny = [\"Read(secrets/**)\"]\n";
+
+/// The measured calls, by name.
+fn calls(ws: &Path) -> [(&'static str, ToolUse); 5] {
+    let ws_str = ws.canonicalize().unwrap().display().to_string();
+    [
         ("read", ToolUse::new("t", "Read", json!({"file_path": "dir3/file4.txt"}))),
         ("grep", ToolUse::new("t", "Grep", json!({"pattern": "line 7 of file 3", "path": "."}))),
         ("glob", ToolUse::new("t", "Glob", json!({"pattern": "**/*.txt"}))),
         ("ls", ToolUse::new("t", "LS", json!({"path": ws_str}))),
         ("write", ToolUse::new("t", "Write", json!({"file_path": "out.txt", "content": "hello\n"}))),
-    ];
+    ]
+}
+
+/// CPU time of the whole process so far (every thread's, in ns; exact, unlike schedstat, which
+/// running threads update only at ticks).
+fn cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The deny rule against the default config, interleaved (see the module's doc).
+fn paired(rounds: usize) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    tree(ws.path());
+    let session = Session::new();
+    let configs = [runtime(&rt, ws.path(), ""), runtime(&rt, ws.path(), DENY)];
+    println!("deny rule against the default config, {rounds} rounds of ≥ 20 ms each (medians)");
+    println!(
+        "{:<6} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",
+        "tool", "default", "deny rule", "CPU default", "CPU deny", "wall", "CPU"
+    );
+    for (name, call) in calls(ws.path()) {
+        let block = |runtime: &Runtime, n: usize| {
+            let (start, cpu) = (Instant::now(), cpu_ns());
+            for _ in 0..n {
+                let result = rt.block_on(runtime.call(&session, &call, toolhost::CallOptions::new()));
+                assert!(!result.is_error, "{name}: {}", result.text());
+            }
+            (start.elapsed().as_secs_f64() / n as f64, (cpu_ns() - cpu) as f64 / n as f64)
+        };
+        // Blocks long enough (≥ 20 ms) for the kernel's CPU accounting to be exact.
+        let per_call = configs.iter().map(|r| block(r, 5).0).fold(0.0, f64::max);
+        let n = ((0.02 / per_call).ceil() as usize).clamp(5, 5000);
+        let block = |runtime: &Runtime| block(runtime, n);
+        let (mut walls, mut cpus, mut plain, mut denied) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut plain_cpu, mut denied_cpu) = (Vec::new(), Vec::new());
+        for round in 0..rounds {
+            let (d, n) = if round % 2 == 0 {
+                let d = block(&configs[0]);
+                (d, block(&configs[1]))
+            } else {
+                let n = block(&configs[1]);
+                (block(&configs[0]), n)
+            };
+            walls.push(n.0 / d.0);
+            cpus.push(n.1 / d.1);
+            plain.push(d.0);
+            denied.push(n.0);
+            plain_cpu.push(d.1);
+            denied_cpu.push(n.1);
+        }
+        println!(
+            "{name:<6} {:>9.1} µs {:>9.1} µs {:>9.1} µs {:>9.1} µs {:>+9.1}% {:>+9.1}%",
+            median(plain) * 1e6,
+            median(denied) * 1e6,
+            median(plain_cpu) / 1e3,
+            median(denied_cpu) / 1e3,
+            (median(walls) - 1.0) * 100.0,
+            (median(cpus) - 1.0) * 100.0
+        );
+    }
+}
+
+fn files(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    tree(ws.path());
+    let session = Session::new();
+    let calls = calls(ws.path());
     // The default config once more at the end: a control for effects of the order (the same
     // config measured first and last should agree; if not, compare deny_rule to the mean).
-    let deny = "[permissions]\ndeny = [\"Read(secrets/**)\"]\n";
-    for (label, toml) in [("default", ""), ("deny_rule", deny), ("default_again", "")] {
+    for (label, toml) in [("default", ""), ("deny_rule", DENY), ("default_again", "")] {
         let runtime = runtime(&rt, ws.path(), toml);
         let mut group = c.benchmark_group(format!("files_{label}"));
         group.measurement_time(Duration::from_secs(5));
@@ -69,4 +148,14 @@ fn files(c: &mut Criterion) {
 }
 
 criterion_group!(benches, files);
-criterion_main!(benches);
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--paired") {
+        let rounds = args.get(at + 1).and_then(|r| r.parse().ok()).unwrap_or(40);
+        paired(rounds);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -111,12 +111,14 @@ impl FsRules {
 
 /// What a listing checks: the listed directory's path, and whether its entries (other than
 /// links) can all be read, which spares a check per entry; what it learns: whether any entry
-/// may be a link.
+/// may be a link, and (with `generation`) whether what it learned is still whole at its end.
 #[derive(Debug)]
 struct Listing {
-    dir: PathBuf,
+    dir: Arc<Path>,
     all_readable: bool,
     links: bool,
+    /// [`FsGuard::generation`] when the listing started.
+    generation: u64,
 }
 
 /// The guard's per-call state (lives in the store).
@@ -128,8 +130,9 @@ pub(crate) struct FsGuard {
     rules: FsRules,
     /// Paths a person approved for this call (asked-before-writing files).
     approved: Vec<PathBuf>,
-    /// Directory descriptors → their resolved path, when `/proc/self/fd` is not available.
-    dirs: HashMap<u32, PathBuf>,
+    /// Directory descriptors → their real path (from `/proc/self/fd`, or, without it, resolved
+    /// when each was opened).
+    dirs: HashMap<u32, Arc<Path>>,
     /// Directory listings → the listed directory's path (only when reads are checked).
     streams: HashMap<u32, Listing>,
     refusals: Vec<String>,
@@ -139,18 +142,68 @@ pub(crate) struct FsGuard {
     procfs: bool,
     /// Real paths of directories resolved in this call (a walk stats many files in one
     /// directory: one resolution each). Emptied by every operation that changes directories.
-    resolved: HashMap<PathBuf, PathBuf>,
+    resolved: HashMap<PathBuf, Arc<Path>>,
     /// Real paths of directories that a listing in this call read to the end without meeting
     /// a link (or an entry of unknown type): opening or stat-ing an entry of one needs no
     /// resolution of its own (a walk lists a directory, then opens each entry). Emptied with
     /// `resolved`.
-    linkless: HashSet<PathBuf>,
+    linkless: HashSet<Arc<Path>>,
+    /// Real paths of directories that a listing in this call showed as directories (not
+    /// links): with `linkless`, a name in a directory listed to the end is known to be a
+    /// directory or not without an `lstat` (a walk probes `.git` in every directory it
+    /// enters). Emptied with `resolved`.
+    subdirs: HashSet<PathBuf>,
+    /// Counts the times learned facts were forgotten (the tree changed, or `subdirs` was full):
+    /// a listing that spans one does not mark its directory `linkless`, since what it saw
+    /// before may be stale or lost.
+    generation: u64,
     /// Paths found not to exist (or not to resolve) in this call: a walk probes the same
     /// missing `.git/info` in every directory. Emptied by every operation that creates anything.
     missing: HashSet<PathBuf>,
     /// Real directories → whether a read of something beneath may be refused (a function of
     /// the rules alone, so never forgotten): entries of the others need no check.
     refusable: HashMap<PathBuf, bool>,
+    /// Directory descriptors → parent parts of paths the guest used beneath them (as written)
+    /// → what is known of that directory ([`GuardedFs::parent`]): a walk names every entry by
+    /// its directory's path, so this spares resolving and hashing whole real paths per entry.
+    /// Emptied with `resolved`; a descriptor's entry goes with it.
+    parents: HashMap<u32, HashMap<Box<str>, Option<Parent>>>,
+    /// The last read that passed [`GuardedFs::check_read`]: C libraries ask `stat-at` then
+    /// `metadata-hash-at` of the same path for one `stat`, and the second needs no check.
+    /// Forgotten whenever the tree or the descriptors change.
+    last_read: LastRead,
+}
+
+/// A directory as the guard knows it: its real path, and whether some read beneath it may be
+/// refused.
+#[derive(Debug, Clone)]
+struct Parent {
+    real: Arc<Path>,
+    refusable: bool,
+}
+
+/// The last read check passed: descriptor, whether the last name was followed, and the path
+/// (its buffer reused, so remembering costs no allocation).
+#[derive(Debug, Default)]
+struct LastRead {
+    valid: bool,
+    fd: u32,
+    follow: bool,
+    path: String,
+}
+
+impl LastRead {
+    fn is(&self, fd: u32, path: &str, follow: bool) -> bool {
+        self.valid && self.fd == fd && self.follow == follow && self.path == path
+    }
+
+    fn set(&mut self, fd: u32, path: &str, follow: bool) {
+        self.valid = true;
+        self.fd = fd;
+        self.follow = follow;
+        self.path.clear();
+        self.path.push_str(path);
+    }
 }
 
 impl FsGuard {
@@ -302,18 +355,16 @@ fn resolve_unfollowed(joined: &Path) -> PathBuf {
 /// Directories remembered per call at most (a walk over a huge tree cannot grow it without end).
 const MAX_RESOLVED: usize = 4096;
 
-/// `rel` split into its parent part and last name, when it names an entry beneath the
-/// directory by plain names only (`.` allowed, no `..`, not absolute): then the entry's real
-/// path is its parent's real path joined with the name, unless the name is a link.
-fn plain_relative(rel: &str) -> Option<(&Path, &std::ffi::OsStr)> {
-    let rel = Path::new(rel);
-    if !rel.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
+/// `rel` split into its parent part and last name, as written, when it names an entry beneath
+/// the directory by plain names only (`.` allowed, no `..`, not absolute, the last name a real
+/// name): then the entry's real path is its parent's real path joined with the name, unless
+/// the name is a link. Anything else (`a/..`, `x/`, `/abs`) is `None`: resolved the long way.
+fn split_plain(rel: &str) -> Option<(&str, &str)> {
+    if rel.starts_with('/') || rel.split('/').any(|c| c == "..") {
         return None;
     }
-    match rel.components().next_back() {
-        Some(Component::Normal(name)) => Some((rel.parent().unwrap_or(Path::new("")), name)),
-        _ => None,
-    }
+    let (parent, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    (!name.is_empty() && name != ".").then_some((parent, name))
 }
 
 impl GuardedFs<'_> {
@@ -323,7 +374,7 @@ impl GuardedFs<'_> {
     /// From its parent's real path (remembered, or found the same way) and one `lstat` when
     /// the last name is a plain directory; `realpath` (a `readlink` per component) only for a
     /// link, or a path with `.` or `..` in it.
-    fn real_dir(&mut self, path: &Path) -> Option<PathBuf> {
+    fn real_dir(&mut self, path: &Path) -> Option<Arc<Path>> {
         if let Some(p) = self.guard.resolved.get(path) {
             return Some(p.clone());
         }
@@ -338,11 +389,18 @@ impl GuardedFs<'_> {
                 None => Err(()),
                 Some(real_parent) => {
                     let candidate = real_parent.join(name);
-                    match std::fs::symlink_metadata(&candidate) {
-                        Ok(m) if m.is_dir() => Ok(Some(candidate)),
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(()),
-                        // A link (followed by `realpath`), or not a directory.
-                        _ => Ok(None),
+                    if self.guard.linkless.contains(&*real_parent) {
+                        // Listed to the end without a link: its directories are known. Anything
+                        // else is missing or a file, where the path as written is the real one
+                        // either way.
+                        if self.guard.subdirs.contains(&candidate) { Ok(Some(candidate)) } else { Err(()) }
+                    } else {
+                        match std::fs::symlink_metadata(&candidate) {
+                            Ok(m) if m.is_dir() => Ok(Some(candidate)),
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(()),
+                            // A link (followed by `realpath`), or not a directory.
+                            _ => Ok(None),
+                        }
                     }
                 }
             },
@@ -363,6 +421,7 @@ impl GuardedFs<'_> {
         if self.guard.resolved.len() >= MAX_RESOLVED {
             self.guard.resolved.clear();
         }
+        let real: Arc<Path> = real.into();
         self.guard.resolved.insert(path.to_path_buf(), real.clone());
         Some(real)
     }
@@ -383,6 +442,8 @@ impl GuardedFs<'_> {
     /// Something may have been created: forget what was missing.
     fn created(&mut self) {
         self.guard.missing.clear();
+        self.guard.parents.clear();
+        self.guard.last_read.valid = false;
     }
 
     /// [`resolve_at`] with the parent directory's real path remembered for the call.
@@ -399,7 +460,7 @@ impl GuardedFs<'_> {
             }
             return self.resolve_missing(parent, name);
         };
-        if !follow || self.guard.linkless.contains(&real_parent) {
+        if !follow || self.guard.linkless.contains(&*real_parent) {
             return real_parent.join(name);
         }
         let candidate = real_parent.join(name);
@@ -409,53 +470,80 @@ impl GuardedFs<'_> {
         }
     }
 
-    /// The real path an operation on `rel` beneath `dir` reaches, when it is known without
-    /// asking the kernel afterwards: `rel` is made of plain names, and its last one is either
-    /// not followed or in a directory this call listed without meeting a link. Exact because nothing but this
-    /// call's guest can change the tree during the call (calls beside it are read-only), and
-    /// every change it makes through this guard forgets what was learned (`tree_changes`).
+    /// The directory `rel_parent` (a parent part from [`split_plain`]) beneath the directory
+    /// descriptor `fd`, remembered per descriptor and path as written; `None` when it does not
+    /// exist.
     ///
-    /// `dir` is a directory descriptor's real path ([`GuardedFs::dir_of`]): a name directly in it
-    /// needs no resolution at all (a walk opens each directory it lists by its name, and a
-    /// `realpath` of each cost one `readlink` per path component).
-    fn known_target(&mut self, dir: &Path, rel: &str, follow: bool) -> Option<PathBuf> {
-        let (parent, name) = plain_relative(rel)?;
-        let real_parent = if parent.components().all(|c| c == Component::CurDir) {
-            dir.to_path_buf()
+    /// Exact because nothing but this call's guest can change the tree during the call (calls
+    /// beside it are read-only), and every change it makes through this guard forgets what was
+    /// learned (`tree_changes`, `created`). A name directly in `fd` needs no resolution at all
+    /// (a walk opens each directory it lists by its name, and a `realpath` of each cost one
+    /// `readlink` per path component).
+    fn parent(&mut self, fd: &Resource<Descriptor>, rel_parent: &str) -> FsResult<Option<Parent>> {
+        if let Some(known) = self.guard.parents.get(&fd.rep()).and_then(|m| m.get(rel_parent)) {
+            return Ok(known.clone());
+        }
+        let (dir, _) = self.dir_of(fd)?;
+        let real = if Path::new(rel_parent).components().all(|c| c == Component::CurDir) {
+            Some(dir)
         } else {
-            self.real_dir(&dir.join(parent))?
+            self.real_dir(&dir.join(rel_parent))
         };
-        (!follow || self.guard.linkless.contains(&real_parent)).then(|| real_parent.join(name))
+        let found = real.map(|real| Parent { refusable: self.refusable_beneath(&real), real });
+        let known = self.guard.parents.entry(fd.rep()).or_default();
+        if known.len() >= MAX_RESOLVED {
+            known.clear();
+        }
+        known.insert(rel_parent.into(), found.clone());
+        Ok(found)
     }
 
-    /// Whether a read of `path` (a real path) may be refused: false, without matching any rule,
-    /// when no rule reaches beneath its directory (remembered per directory).
-    fn read_refusable(&mut self, path: &Path) -> bool {
-        let Some(parent) = path.parent() else { return true };
-        if let Some(&r) = self.guard.refusable.get(parent) {
+    /// The real path an operation on `rel` beneath `fd` reaches, as its parent directory and
+    /// last name, when it is known without asking the kernel afterwards: `rel` is made of
+    /// plain names ([`split_plain`]), and its last one is either not followed or in a
+    /// directory this call listed without meeting a link.
+    fn known_target<'r>(
+        &mut self,
+        fd: &Resource<Descriptor>,
+        rel: &'r str,
+        follow: bool,
+    ) -> FsResult<Option<(Parent, &'r str)>> {
+        let Some((rel_parent, name)) = split_plain(rel) else { return Ok(None) };
+        let Some(parent) = self.parent(fd, rel_parent)? else { return Ok(None) };
+        Ok((!follow || self.guard.linkless.contains(&*parent.real)).then_some((parent, name)))
+    }
+
+    /// Whether a read of something in the real directory `dir` may be refused: false, without
+    /// matching any rule, when no rule reaches beneath it (remembered per directory).
+    fn refusable_beneath(&mut self, dir: &Path) -> bool {
+        if let Some(&r) = self.guard.refusable.get(dir) {
             return r;
         }
-        let r = self.guard.rules.may_refuse_reads_beneath(parent);
+        let r = self.guard.rules.may_refuse_reads_beneath(dir);
         if self.guard.refusable.len() >= MAX_RESOLVED {
             self.guard.refusable.clear();
         }
-        self.guard.refusable.insert(parent.to_path_buf(), r);
+        self.guard.refusable.insert(dir.to_path_buf(), r);
         r
     }
 
-    /// [`GuardedFs::check`] of a read of `real`, skipped where no rule reaches.
-    fn check_read_of(&mut self, op: &str, real: &Path) -> FsResult<()> {
-        if !self.read_refusable(real) {
+    /// [`GuardedFs::check`] of a read of `name` in `parent`, skipped where no rule reaches.
+    fn check_read_in(&mut self, op: &str, parent: &Parent, name: &str) -> FsResult<()> {
+        if !parent.refusable {
             return Ok(());
         }
-        self.check(op, real, FsAccess::Read)
+        self.check(op, &parent.real.join(name), FsAccess::Read)
     }
 
     /// Forget resolved directories: the guest is changing the tree.
     fn tree_changes(&mut self) {
         self.guard.resolved.clear();
         self.guard.linkless.clear();
+        self.guard.subdirs.clear();
+        self.guard.generation += 1;
         self.guard.missing.clear();
+        self.guard.parents.clear();
+        self.guard.last_read.valid = false;
         // With procfs, descriptor paths are asked again; without it they are all there is.
         if self.guard.procfs {
             self.guard.dirs.clear();
@@ -471,7 +559,7 @@ impl GuardedFs<'_> {
     }
 
     /// The real path of a directory descriptor and whether it may be written.
-    fn dir_of(&mut self, fd: &Resource<Descriptor>) -> FsResult<(PathBuf, bool)> {
+    fn dir_of(&mut self, fd: &Resource<Descriptor>) -> FsResult<(Arc<Path>, bool)> {
         let d = match self.inner.table.get(fd)? {
             Descriptor::Dir(d) => d,
             Descriptor::File(_) => return Err(ErrorCode::NotDirectory.into()),
@@ -481,7 +569,7 @@ impl GuardedFs<'_> {
             return Ok((path.clone(), writable));
         }
         // Fail closed: a directory whose path is unknown is refused, not unchecked.
-        let path = fd_path(&d.dir, self.guard.procfs).ok_or(ErrorCode::Access)?;
+        let path: Arc<Path> = fd_path(&d.dir, self.guard.procfs).ok_or(ErrorCode::Access)?.into();
         // Remembered until the guest changes the tree (`tree_changes`).
         self.guard.dirs.insert(fd.rep(), path.clone());
         Ok((path, writable))
@@ -526,15 +614,18 @@ impl GuardedFs<'_> {
 
     /// Check a read of `rel` beneath `fd`, when reads can be refused at all.
     fn check_read(&mut self, op: &str, fd: &Resource<Descriptor>, rel: &str, follow: bool) -> FsResult<()> {
-        if !self.guard.rules.check_reads {
+        if !self.guard.rules.check_reads || self.guard.last_read.is(fd.rep(), rel, follow) {
             return Ok(());
         }
-        let (dir, _) = self.dir_of(fd)?;
-        if let Some(real) = self.known_target(&dir, rel, follow) {
-            return self.check_read_of(op, &real);
+        if let Some((parent, name)) = self.known_target(fd, rel, follow)? {
+            self.check_read_in(op, &parent, name)?;
+        } else {
+            let (dir, _) = self.dir_of(fd)?;
+            let target = self.resolve(&dir, rel, follow);
+            self.check(op, &target, FsAccess::Read)?;
         }
-        let target = self.resolve(&dir, rel, follow);
-        self.check(op, &target, FsAccess::Read)
+        self.guard.last_read.set(fd.rep(), rel, follow);
+        Ok(())
     }
 }
 
@@ -553,7 +644,7 @@ impl preopens::Host for GuardedFs<'_> {
             // cheaper than a blocking pool (as for every other WASI context here).
             let fd = self.inner.table.push(Descriptor::Dir(Dir::new(handle, perms, mode, true)))?;
             if !self.guard.procfs {
-                self.guard.dirs.insert(fd.rep(), p.host.clone());
+                self.guard.dirs.insert(fd.rep(), p.host.as_path().into());
             }
             out.push((fd, p.guest.clone()));
         }
@@ -629,8 +720,9 @@ impl HostDescriptor for GuardedFs<'_> {
         let dir = if self.guard.rules.check_reads { Some(self.dir_of(&fd)?.0) } else { None };
         let stream = self.inner.read_directory(fd).await?;
         if let Some(dir) = dir {
-            let all_readable = !self.guard.rules.may_refuse_reads_beneath(&dir);
-            self.guard.streams.insert(stream.rep(), Listing { dir, all_readable, links: false });
+            let all_readable = !self.refusable_beneath(&dir);
+            let listing = Listing { dir, all_readable, links: false, generation: self.guard.generation };
+            self.guard.streams.insert(stream.rep(), listing);
         }
         Ok(stream)
     }
@@ -718,20 +810,21 @@ impl HostDescriptor for GuardedFs<'_> {
             // A read no rule can refuse: nothing to check (the common case costs nothing).
             return self.inner.open_at(fd, path_flags, path, oflags, flags).await;
         }
-        let (dir, _) = self.dir_of(&fd)?;
-        if !write_check && let Some(real) = self.known_target(&dir, &path, follow) {
+        if !write_check && let Some((parent, name)) = self.known_target(&fd, &path, follow)? {
             // A read of a path known exactly: checked before, without asking the kernel after.
             // Opened without following the last name: it was listed as no link, and should it
             // have become one since (another process), the open fails instead of going
             // elsewhere.
-            self.check_read_of("read", &real)?;
+            self.check_read_in("read", &parent, name)?;
+            let real = parent.real.join(name);
             let path_flags = path_flags & !PathFlags::SYMLINK_FOLLOW;
             let opened = self.inner.open_at(fd, path_flags, path, oflags, flags).await?;
             if matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
-                self.guard.dirs.insert(opened.rep(), real);
+                self.guard.dirs.insert(opened.rep(), real.into());
             }
             return Ok(opened);
         }
+        let (dir, _) = self.dir_of(&fd)?;
         if write_check {
             // Before: a create or truncate cannot be undone.
             let target = self.resolve(&dir, &path, follow);
@@ -749,13 +842,17 @@ impl HostDescriptor for GuardedFs<'_> {
             return Err(self.refuse(if write_check { "write" } else { "read" }, r));
         }
         if matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
-            self.guard.dirs.insert(opened.rep(), real);
+            self.guard.dirs.insert(opened.rep(), real.into());
         }
         Ok(opened)
     }
 
     fn drop(&mut self, fd: Resource<Descriptor>) -> wasmtime::Result<()> {
         self.guard.dirs.remove(&fd.rep());
+        self.guard.parents.remove(&fd.rep());
+        if self.guard.last_read.fd == fd.rep() {
+            self.guard.last_read.valid = false;
+        }
         HostDescriptor::drop(&mut self.inner, fd)
     }
 
@@ -856,6 +953,7 @@ impl HostDirectoryEntryStream for GuardedFs<'_> {
                 Ok(None) => {
                     if let Some(listing) = self.guard.streams.get(&stream.rep())
                         && !listing.links
+                        && listing.generation == self.guard.generation
                     {
                         if self.guard.linkless.len() >= MAX_RESOLVED {
                             self.guard.linkless.clear();
@@ -867,13 +965,27 @@ impl HostDirectoryEntryStream for GuardedFs<'_> {
                 // One name no WASI path can express must not end the listing: skip and count it.
                 Err(e) if e.downcast_ref() == Some(&ErrorCode::IllegalByteSequence) => {
                     self.guard.skipped_names += 1;
+                    // Unseen, so not known to be no link.
+                    if let Some(listing) = self.guard.streams.get_mut(&stream.rep()) {
+                        listing.links = true;
+                    }
                     continue;
                 }
                 Err(e) => return Err(e),
             };
-            if let Some(Listing { dir, all_readable, links }) = self.guard.streams.get_mut(&stream.rep()) {
-                if !matches!(entry.type_, DescriptorType::RegularFile | DescriptorType::Directory) {
-                    *links = true;
+            if let Some(Listing { dir, all_readable, links, .. }) = self.guard.streams.get_mut(&stream.rep()) {
+                match entry.type_ {
+                    DescriptorType::RegularFile => {}
+                    DescriptorType::Directory => {
+                        if self.guard.subdirs.len() >= MAX_RESOLVED {
+                            // What `linkless` says rests on `subdirs` being whole.
+                            self.guard.subdirs.clear();
+                            self.guard.linkless.clear();
+                            self.guard.generation += 1;
+                        }
+                        self.guard.subdirs.insert(dir.join(&entry.name));
+                    }
+                    _ => *links = true,
                 }
                 if *all_readable && entry.type_ != DescriptorType::SymbolicLink {
                     return Ok(Some(entry));

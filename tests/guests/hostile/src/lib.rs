@@ -28,7 +28,9 @@ enum Op {
     Append,
     /// Return the contents of `path` (lossy UTF-8).
     Read,
-    /// List the directory `path`: sorted names, one per line, then `errors: N`.
+    /// List the directory `path`: sorted names, one per line, then `errors: N`. With `steps`,
+    /// they run after the first entry was read, before the rest (their outcomes follow, one
+    /// line each, as for `steps`).
     List,
     /// The type, size and link count of `path`.
     Stat,
@@ -69,7 +71,7 @@ struct Input {
     claim_safe: Option<bool>,
     /// Follow a symlink in the last component (default true; false for `hardlink`).
     follow: Option<bool>,
-    /// For `steps`: the operations to run, in order.
+    /// For `steps`: the operations to run, in order (for `list`: in the middle of the listing).
     steps: Option<Vec<Input>>,
 }
 
@@ -239,6 +241,17 @@ fn error_text(e: &ToolError) -> String {
     }
 }
 
+/// One line per step: `ok: OUTPUT` (its lines joined by ` | `) or `error: MESSAGE`.
+fn run_steps(steps: &[Input]) -> Vec<String> {
+    steps
+        .iter()
+        .map(|step| match run(step) {
+            Ok(out) => format!("ok: {}", out.replace('\n', " | ")),
+            Err(e) => format!("error: {}", error_text(&e)),
+        })
+        .collect()
+}
+
 fn run(input: &Input) -> Result<String, ToolError> {
     let op = op_name(input.op);
     if input.op == Op::Big {
@@ -246,14 +259,7 @@ fn run(input: &Input) -> Result<String, ToolError> {
     }
     if input.op == Op::Steps {
         let steps = input.steps.as_deref().ok_or_else(|| ToolError::InvalidInput("`steps` is required".into()))?;
-        let lines: Vec<String> = steps
-            .iter()
-            .map(|step| match run(step) {
-                Ok(out) => format!("ok: {}", out.replace('\n', " | ")),
-                Err(e) => format!("error: {}", error_text(&e)),
-            })
-            .collect();
-        return Ok(lines.join("\n"));
+        return Ok(run_steps(steps).join("\n"));
     }
     let path = need(&input.path, "path")?;
     let fs = Fs::new();
@@ -294,9 +300,17 @@ fn run(input: &Input) -> Result<String, ToolError> {
             let entries = d.read_directory().map_err(err)?;
             let mut names = Vec::new();
             let mut errors = 0u64;
+            let mut during = Vec::new();
             loop {
                 match entries.read_directory_entry() {
-                    Ok(Some(entry)) => names.push(entry.name),
+                    Ok(Some(entry)) => {
+                        names.push(entry.name);
+                        if names.len() == 1
+                            && let Some(steps) = &input.steps
+                        {
+                            during = run_steps(steps);
+                        }
+                    }
                     Ok(None) => break,
                     // Keep going: one unreadable entry must not hide the others. A stream
                     // that only ever fails would loop forever, hence the cap.
@@ -310,6 +324,7 @@ fn run(input: &Input) -> Result<String, ToolError> {
             }
             names.sort();
             names.push(format!("errors: {errors}"));
+            names.extend(during);
             Ok(names.join("\n"))
         }
         Op::Stat => {
