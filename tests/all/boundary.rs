@@ -542,6 +542,40 @@ fn through_the_command_line_a_tool_cannot_plant_a_hook_for_the_next_start() {
     assert!(!fs::read_to_string(ws_path.join("session.json")).unwrap().contains("passwd"));
 }
 
+/// A path whose last name is `.` follows the link before it even when the operation asks not
+/// to follow (the kernel resolves `door/.` as `door`'s target): the directory opened through
+/// `pub/door/.` is where `door` leads, for what is read beneath its descriptor too, with
+/// procfs and without.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_trailing_dot_does_not_hide_a_link() {
+    let ws = workspace();
+    let ws_path = ws.path().canonicalize().unwrap();
+    fs::create_dir_all(ws_path.join("secrets")).unwrap();
+    fs::create_dir_all(ws_path.join("pub")).unwrap();
+    fs::write(ws_path.join("secrets/token.txt"), format!("TOKEN={SECRET}\n")).unwrap();
+    // A link made outside toolhost (a repository may hold one).
+    std::os::unix::fs::symlink("../secrets", ws_path.join("pub/door")).unwrap();
+    let rt = runtime(&ws_path, "[permissions]\ndeny = [\"Read(secrets/**)\"]\n", |b| b).await;
+    let attack = json!({"op": "steps", "steps": [
+        {"op": "read_in", "path": "pub/door/.", "follow": false, "target": "token.txt"},
+        {"op": "read_in", "path": "pub/door", "follow": true, "target": "token.txt"},
+        {"op": "list", "path": "pub/door/.", "follow": false},
+        {"op": "read", "path": "pub/door/./token.txt", "follow": false},
+    ]});
+    for procfs in [true, false] {
+        toolhost::use_procfs_paths(procfs);
+        let result = hostile(&rt, attack.clone()).await;
+        toolhost::use_procfs_paths(true);
+        let out = ok(&result);
+        assert!(!out.contains(SECRET), "procfs {procfs}: {out}");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "error: read_in pub/door/. then token.txt: access", "procfs {procfs}: {out}");
+        assert_eq!(lines[1], "error: read_in pub/door then token.txt: access", "procfs {procfs}: {out}");
+        assert_eq!(lines[2], "ok: errors: 0", "procfs {procfs}: {out}");
+        assert_eq!(lines[3], "error: read pub/door/./token.txt: access", "procfs {procfs}: {out}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn without_procfs_the_guard_still_resolves_links() {
     // The fallback for systems without /proc/self/fd: real paths from what the guard resolved

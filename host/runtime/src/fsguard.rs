@@ -300,10 +300,18 @@ fn normalize(path: &Path) -> PathBuf {
 /// its last components as written, under its deepest existing parent's real path.
 pub(crate) fn resolve_at(dir: &Path, rel: &str, follow: bool) -> PathBuf {
     let joined = dir.join(rel);
-    if follow {
+    if follows_last(rel, follow) {
         return follow_final(&joined);
     }
     resolve_unfollowed(&joined)
+}
+
+/// Whether the kernel follows a link in the last name of `rel`: when asked to, and also when
+/// `rel` ends in `/` or `/.` (or is `.`), whatever was asked, since then the named last
+/// component is not the last one the kernel walks. `Path` drops that trailing `.`, so every
+/// resolution asks this first.
+fn follows_last(rel: &str, follow: bool) -> bool {
+    follow || matches!(rel.rsplit('/').next(), Some("" | "."))
 }
 
 /// Links followed at most when resolving one path, as the kernel's own limit (`ELOOP`).
@@ -448,6 +456,7 @@ impl GuardedFs<'_> {
 
     /// [`resolve_at`] with the parent directory's real path remembered for the call.
     fn resolve(&mut self, dir: &Path, rel: &str, follow: bool) -> PathBuf {
+        let follow = follows_last(rel, follow);
         let joined = dir.join(rel);
         let (Some(parent), Some(Component::Normal(name))) = (joined.parent(), joined.components().next_back()) else {
             return resolve_at(dir, rel, follow);

@@ -51,6 +51,9 @@ enum Op {
     /// Open `path` with the flags in `content` (comma-separated among `create`, `truncate`,
     /// `exclusive`, `directory`, `write`, `read`) and report success or the error.
     Open,
+    /// Open the directory `path` (its last name followed per `follow`), then return the
+    /// contents of `target`, a path relative to that directory's descriptor.
+    ReadIn,
     /// Run `steps` in order within this one call (what the host learns in one step can be
     /// stale in the next); the output has one line per step, `ok: OUTPUT` or `error: MESSAGE`.
     Steps,
@@ -96,6 +99,7 @@ fn op_name(op: Op) -> &'static str {
         Op::Big => "big",
         Op::SymlinkBig => "symlink_big",
         Op::Open => "open",
+        Op::ReadIn => "read_in",
         Op::Steps => "steps",
     }
 }
@@ -177,6 +181,25 @@ fn write_all(op: &str, path: &str, file: &Descriptor, bytes: &[u8]) -> Result<()
         offset += n as usize;
     }
     Ok(())
+}
+
+/// The contents of `rel` beneath `dir` (lossy UTF-8).
+fn read_file(
+    dir: &Descriptor,
+    follow: PathFlags,
+    rel: &str,
+    err: impl Fn(ErrorCode) -> ToolError,
+) -> Result<String, ToolError> {
+    let file = dir.open_at(follow, rel, OpenFlags::empty(), DescriptorFlags::READ).map_err(&err)?;
+    let mut bytes = Vec::new();
+    loop {
+        let (chunk, eof) = file.read(65536, bytes.len() as u64).map_err(&err)?;
+        bytes.extend_from_slice(&chunk);
+        if eof || chunk.is_empty() {
+            break;
+        }
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn stream_err(op: &str, path: &str, err: StreamError) -> ToolError {
@@ -283,17 +306,11 @@ fn run(input: &Input) -> Result<String, ToolError> {
             }
             Ok(format!("appended {} bytes", content.len()))
         }
-        Op::Read => {
-            let file = dir.open_at(follow, &rel, OpenFlags::empty(), DescriptorFlags::READ).map_err(err)?;
-            let mut bytes = Vec::new();
-            loop {
-                let (chunk, eof) = file.read(65536, bytes.len() as u64).map_err(err)?;
-                bytes.extend_from_slice(&chunk);
-                if eof || chunk.is_empty() {
-                    break;
-                }
-            }
-            Ok(String::from_utf8_lossy(&bytes).into_owned())
+        Op::Read => read_file(dir, follow, &rel, err),
+        Op::ReadIn => {
+            let target = need(&input.target, "target")?;
+            let d = dir.open_at(follow, &rel, OpenFlags::DIRECTORY, DescriptorFlags::READ).map_err(err)?;
+            read_file(&d, PathFlags::SYMLINK_FOLLOW, target, |c| wasi_err(op, &format!("{path} then {target}"), c))
         }
         Op::List => {
             let d = dir.open_at(follow, &rel, OpenFlags::DIRECTORY, DescriptorFlags::READ).map_err(err)?;
