@@ -9,13 +9,15 @@
 //! the deny rule costs against the default config with the two interleaved: each round times
 //! a block of calls under one config, then the same block under the other (in alternating
 //! order), so drift of the machine falls on both alike; it prints the median of the per-round
-//! ratios, in wall and in CPU time, per tool.
+//! ratios, in wall and in CPU time, per tool. With `PAIRED_CONTROL=1` in the environment both
+//! sides run the default config: the control, whose ratios should be within a percent or two
+//! of zero.
 
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use toolhost::{Runtime, Session, ToolUse};
+use toolhost::{EngineOptions, Runtime, Session, ToolEngine, ToolUse};
 use toolhost_tests::{config, default_tools, engine};
 
 fn tree(ws: &Path) {
@@ -30,9 +32,13 @@ fn tree(ws: &Path) {
 }
 
 fn runtime(rt: &tokio::runtime::Runtime, ws: &Path, toml: &str) -> Runtime {
+    runtime_on(rt, ws, toml, engine())
+}
+
+fn runtime_on(rt: &tokio::runtime::Runtime, ws: &Path, toml: &str, engine: ToolEngine) -> Runtime {
     let mut runtime = Runtime::builder()
         .permission_mode(toolhost::policy::Mode::Bypass)
-        .engine(engine())
+        .engine(engine)
         .workspace(ws)
         .config(config(toml))
         .build()
@@ -76,7 +82,10 @@ fn paired(rounds: usize) {
     let ws = tempfile::tempdir().unwrap();
     tree(ws.path());
     let session = Session::new();
-    let configs = [runtime(&rt, ws.path(), ""), runtime(&rt, ws.path(), DENY)];
+    // One engine each, so that neither runtime's calls reuse the other's pool slots.
+    let second = if std::env::var_os("PAIRED_CONTROL").is_some() { "" } else { DENY };
+    let own_engine = || ToolEngine::new(&EngineOptions::default().fuel(true)).expect("engine");
+    let configs = [runtime_on(&rt, ws.path(), "", own_engine()), runtime_on(&rt, ws.path(), second, own_engine())];
     println!("deny rule against the default config, {rounds} rounds of ≥ 20 ms each (medians)");
     println!(
         "{:<6} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",

@@ -314,6 +314,12 @@ fn follows_last(rel: &str, follow: bool) -> bool {
     follow || matches!(rel.rsplit('/').next(), Some("" | "."))
 }
 
+/// Whether `rel` names the directory it is relative to (`.`, `./.`): its real path is the
+/// descriptor's, with nothing to resolve.
+fn names_itself(rel: &str) -> bool {
+    Path::new(rel).components().all(|c| c == Component::CurDir)
+}
+
 /// Links followed at most when resolving one path, as the kernel's own limit (`ELOOP`).
 const MAX_LINKS: usize = 40;
 
@@ -456,26 +462,33 @@ impl GuardedFs<'_> {
 
     /// [`resolve_at`] with the parent directory's real path remembered for the call.
     fn resolve(&mut self, dir: &Path, rel: &str, follow: bool) -> PathBuf {
+        self.resolve_exact(dir, rel, follow).0
+    }
+
+    /// [`GuardedFs::resolve`], and whether the path reached is known to be the one an
+    /// operation on `rel` that does not follow its last name reaches (that name is no link, or
+    /// not followed): then the operation can be checked before and done without following.
+    fn resolve_exact(&mut self, dir: &Path, rel: &str, follow: bool) -> (PathBuf, bool) {
         let follow = follows_last(rel, follow);
         let joined = dir.join(rel);
         let (Some(parent), Some(Component::Normal(name))) = (joined.parent(), joined.components().next_back()) else {
-            return resolve_at(dir, rel, follow);
+            return (resolve_at(dir, rel, follow), false);
         };
         let Some(real_parent) = self.real_dir(parent) else {
             // After a link, `..` goes where the kernel goes, not where the text says: the
             // uncached way.
             if parent.components().any(|c| c == Component::ParentDir) {
-                return resolve_at(dir, rel, follow);
+                return (resolve_at(dir, rel, follow), false);
             }
-            return self.resolve_missing(parent, name);
+            return (self.resolve_missing(parent, name), false);
         };
         if !follow || self.guard.linkless.contains(&*real_parent) {
-            return real_parent.join(name);
+            return (real_parent.join(name), true);
         }
         let candidate = real_parent.join(name);
         match std::fs::symlink_metadata(&candidate) {
-            Ok(m) if m.file_type().is_symlink() => follow_final(&candidate),
-            _ => candidate,
+            Ok(m) if m.file_type().is_symlink() => (follow_final(&candidate), false),
+            _ => (candidate, true),
         }
     }
 
@@ -536,6 +549,14 @@ impl GuardedFs<'_> {
         r
     }
 
+    /// [`GuardedFs::check`] of a read of the real path `path`, skipped where no rule reaches.
+    fn check_read_of(&mut self, op: &str, path: &Path) -> FsResult<()> {
+        match path.parent() {
+            Some(parent) if !self.refusable_beneath(parent) => Ok(()),
+            _ => self.check(op, path, FsAccess::Read),
+        }
+    }
+
     /// [`GuardedFs::check`] of a read of `name` in `parent`, skipped where no rule reaches.
     fn check_read_in(&mut self, op: &str, parent: &Parent, name: &str) -> FsResult<()> {
         if !parent.refusable {
@@ -579,8 +600,11 @@ impl GuardedFs<'_> {
         }
         // Fail closed: a directory whose path is unknown is refused, not unchecked.
         let path: Arc<Path> = fd_path(&d.dir, self.guard.procfs).ok_or(ErrorCode::Access)?.into();
-        // Remembered until the guest changes the tree (`tree_changes`).
+        // Remembered until the guest changes the tree (`tree_changes`). The kernel's path of
+        // a descriptor has no links in it: resolving paths beneath it starts there, without
+        // an `lstat` of each of its ancestors.
         self.guard.dirs.insert(fd.rep(), path.clone());
+        self.guard.resolved.entry(path.to_path_buf()).or_insert_with(|| path.clone());
         Ok((path, writable))
     }
 
@@ -630,8 +654,8 @@ impl GuardedFs<'_> {
             self.check_read_in(op, &parent, name)?;
         } else {
             let (dir, _) = self.dir_of(fd)?;
-            let target = self.resolve(&dir, rel, follow);
-            self.check(op, &target, FsAccess::Read)?;
+            let target = if names_itself(rel) { dir.to_path_buf() } else { self.resolve(&dir, rel, follow) };
+            self.check_read_of(op, &target)?;
         }
         self.guard.last_read.set(fd.rep(), rel, follow);
         Ok(())
@@ -834,6 +858,22 @@ impl HostDescriptor for GuardedFs<'_> {
             return Ok(opened);
         }
         let (dir, _) = self.dir_of(&fd)?;
+        if !write_check && self.guard.rules.check_reads {
+            let (target, exact) =
+                if names_itself(&path) { (dir.to_path_buf(), true) } else { self.resolve_exact(&dir, &path, follow) };
+            if exact {
+                // The last name is no link: checked before, and opened without following it,
+                // so that should it have become one since (another process), the open fails
+                // instead of going elsewhere. Spares asking the kernel for the path after.
+                self.check_read_of("read", &target)?;
+                let path_flags = path_flags & !PathFlags::SYMLINK_FOLLOW;
+                let opened = self.inner.open_at(fd, path_flags, path, oflags, flags).await?;
+                if matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
+                    self.guard.dirs.insert(opened.rep(), target.into());
+                }
+                return Ok(opened);
+            }
+        }
         if write_check {
             // Before: a create or truncate cannot be undone.
             let target = self.resolve(&dir, &path, follow);
