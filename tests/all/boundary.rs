@@ -542,6 +542,22 @@ fn through_the_command_line_a_tool_cannot_plant_a_hook_for_the_next_start() {
     assert!(!fs::read_to_string(ws_path.join("session.json")).unwrap().contains("passwd"));
 }
 
+/// What a listing vouches for is tied to its directory's descriptor: once the guest drops that
+/// descriptor, its number may name another directory (here a denied one), and a stat there of
+/// a name the listing yields is checked on its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listing_vouches_for_nothing_after_its_directory_is_dropped() {
+    let ws = workspace();
+    let ws_path = ws.path().canonicalize().unwrap();
+    fs::create_dir_all(ws_path.join("secrets")).unwrap();
+    fs::create_dir_all(ws_path.join("pub")).unwrap();
+    fs::write(ws_path.join("secrets/token.txt"), format!("TOKEN={SECRET}\n")).unwrap();
+    fs::write(ws_path.join("pub/token.txt"), "public\n").unwrap();
+    let rt = runtime(&ws_path, "[permissions]\ndeny = [\"Read(secrets/**)\"]\n", |b| b).await;
+    let out = ok(&hostile(&rt, json!({"op": "list_swap", "path": "pub", "target": "secrets"})).await);
+    assert_eq!(out.lines().next(), Some("token.txt: access"), "{out}");
+}
+
 /// A path whose last name is `.` follows the link before it even when the operation asks not
 /// to follow (the kernel resolves `door/.` as `door`'s target): the directory opened through
 /// `pub/door/.` is where `door` leads, for what is read beneath its descriptor too, with

@@ -15,11 +15,12 @@
 //!
 //! Paths are checked **after resolving links**: a write is resolved before it happens (the
 //! parent directory canonicalised, the last component followed when the guest asked to
-//! follow), a read after it happened (the real path of the opened descriptor, from
-//! `/proc/self/fd`), so `innocent.txt -> id.key` reads as `id.key`. A read of an entry of a
-//! directory that this call listed to the end without meeting a link is checked before
-//! instead, by path, and opened without following (a walk lists a directory, then opens each
-//! entry: one syscall each, not two). During a host call the guest
+//! follow), so `innocent.txt -> id.key` reads as `id.key`. A read whose last name is known to be
+//! no link (an `lstat` said so, or this call listed its directory to the end without meeting
+//! one: a walk lists a directory, then opens each entry) is checked before, by path, and opened
+//! without following that name; any other read after it happened (the real path of the opened
+//! descriptor, from `/proc/self/fd`). A trailing `/.` or `/` makes the kernel follow the name
+//! before it whatever the flags say, and so does every resolution here. During a host call the guest
 //! is suspended and calls that run beside it have read-only grants, so nothing the tool controls
 //! can move a link between the check and the operation.
 //!
@@ -114,6 +115,9 @@ impl FsRules {
 /// may be a link, and (with `generation`) whether what it learned is still whole at its end.
 #[derive(Debug)]
 struct Listing {
+    /// The listed directory's descriptor (`None` once the guest dropped it: its number may
+    /// name another directory since) and real path.
+    fd: Option<u32>,
     dir: Arc<Path>,
     all_readable: bool,
     links: bool,
@@ -751,10 +755,12 @@ impl HostDescriptor for GuardedFs<'_> {
 
     async fn read_directory(&mut self, fd: Resource<Descriptor>) -> FsResult<Resource<types::DirectoryEntryStream>> {
         let dir = if self.guard.rules.check_reads { Some(self.dir_of(&fd)?.0) } else { None };
+        let listed = fd.rep();
         let stream = self.inner.read_directory(fd).await?;
         if let Some(dir) = dir {
             let all_readable = !self.refusable_beneath(&dir);
-            let listing = Listing { dir, all_readable, links: false, generation: self.guard.generation };
+            let listing =
+                Listing { fd: Some(listed), dir, all_readable, links: false, generation: self.guard.generation };
             self.guard.streams.insert(stream.rep(), listing);
         }
         Ok(stream)
@@ -902,6 +908,11 @@ impl HostDescriptor for GuardedFs<'_> {
         if self.guard.last_read.fd == fd.rep() {
             self.guard.last_read.valid = false;
         }
+        for listing in self.guard.streams.values_mut() {
+            if listing.fd == Some(fd.rep()) {
+                listing.fd = None;
+            }
+        }
         HostDescriptor::drop(&mut self.inner, fd)
     }
 
@@ -1022,7 +1033,8 @@ impl HostDirectoryEntryStream for GuardedFs<'_> {
                 }
                 Err(e) => return Err(e),
             };
-            if let Some(Listing { dir, all_readable, links, .. }) = self.guard.streams.get_mut(&stream.rep()) {
+            if let Some(Listing { fd, dir, all_readable, links, .. }) = self.guard.streams.get_mut(&stream.rep()) {
+                let fd = *fd;
                 match entry.type_ {
                     DescriptorType::RegularFile => {}
                     DescriptorType::Directory => {
@@ -1036,18 +1048,19 @@ impl HostDirectoryEntryStream for GuardedFs<'_> {
                     }
                     _ => *links = true,
                 }
-                if *all_readable && entry.type_ != DescriptorType::SymbolicLink {
-                    return Ok(Some(entry));
+                let link = entry.type_ == DescriptorType::SymbolicLink;
+                if !*all_readable || link {
+                    let path = dir.join(&entry.name);
+                    // A link is listed only if what it leads to may be read.
+                    let real = if link { std::fs::canonicalize(&path).unwrap_or(path) } else { path };
+                    if self.guard.rules.check(&real, FsAccess::Read, &self.guard.approved).is_err() {
+                        continue;
+                    }
                 }
-                let path = dir.join(&entry.name);
-                // A link is listed only if what it leads to may be read.
-                let real = if entry.type_ == DescriptorType::SymbolicLink {
-                    std::fs::canonicalize(&path).unwrap_or(path)
-                } else {
-                    path
-                };
-                if self.guard.rules.check(&real, FsAccess::Read, &self.guard.approved).is_err() {
-                    continue;
+                if !link && let Some(fd) = fd {
+                    // What a stat of this entry by name, not followed, would check: C libraries
+                    // ask one right after (`metadata-hash-at`, for the inode number).
+                    self.guard.last_read.set(fd, &entry.name, false);
                 }
             }
             return Ok(Some(entry));

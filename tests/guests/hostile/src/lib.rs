@@ -54,6 +54,11 @@ enum Op {
     /// Open the directory `path` (its last name followed per `follow`), then return the
     /// contents of `target`, a path relative to that directory's descriptor.
     ReadIn,
+    /// Start listing the directory `path`, drop its descriptor, open the directory `target`,
+    /// then stat (not followed) each name the listing still yields beneath `target`: one line
+    /// per name, `NAME: ok` or `NAME: CODE`. Descriptor numbers are reused, so the second
+    /// directory may get the first one's.
+    ListSwap,
     /// Run `steps` in order within this one call (what the host learns in one step can be
     /// stale in the next); the output has one line per step, `ok: OUTPUT` or `error: MESSAGE`.
     Steps,
@@ -100,6 +105,7 @@ fn op_name(op: Op) -> &'static str {
         Op::SymlinkBig => "symlink_big",
         Op::Open => "open",
         Op::ReadIn => "read_in",
+        Op::ListSwap => "list_swap",
         Op::Steps => "steps",
     }
 }
@@ -307,6 +313,26 @@ fn run(input: &Input) -> Result<String, ToolError> {
             Ok(format!("appended {} bytes", content.len()))
         }
         Op::Read => read_file(dir, follow, &rel, err),
+        Op::ListSwap => {
+            let target = need(&input.target, "target")?;
+            let (target_dir, target_rel) = fs.resolve(op, target)?;
+            let d = dir.open_at(follow, &rel, OpenFlags::DIRECTORY, DescriptorFlags::READ).map_err(err)?;
+            let entries = d.read_directory().map_err(err)?;
+            drop(d);
+            let other = target_dir
+                .open_at(follow, &target_rel, OpenFlags::DIRECTORY, DescriptorFlags::READ)
+                .map_err(|c| wasi_err(op, target, c))?;
+            let mut lines = Vec::new();
+            while let Ok(Some(entry)) = entries.read_directory_entry() {
+                let outcome = match other.stat_at(PathFlags::empty(), &entry.name) {
+                    Ok(_) => "ok".to_string(),
+                    Err(code) => code.name().to_string(),
+                };
+                lines.push(format!("{}: {outcome}", entry.name));
+            }
+            lines.sort();
+            Ok(lines.join("\n"))
+        }
         Op::ReadIn => {
             let target = need(&input.target, "target")?;
             let d = dir.open_at(follow, &rel, OpenFlags::DIRECTORY, DescriptorFlags::READ).map_err(err)?;
