@@ -849,6 +849,11 @@ impl HostDescriptor for GuardedFs<'_> {
             // A read no rule can refuse: nothing to check (the common case costs nothing).
             return self.inner.open_at(fd, path_flags, path, oflags, flags).await;
         }
+        if !write_check && self.guard.procfs && self.guard.last_read.is(fd.rep(), &path, follow) {
+            // Checked a moment ago (a stat before the open), and nothing in the tree changed
+            // since (every change forgets it): the open reaches what was checked.
+            return self.inner.open_at(fd, path_flags, path, oflags, flags).await;
+        }
         if !write_check && let Some((parent, name)) = self.known_target(&fd, &path, follow)? {
             // A read of a path known exactly: checked before, without asking the kernel after.
             // Opened without following the last name: it was listed as no link, and should it
