@@ -10,6 +10,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolhost::{Runtime, Session, ToolSource, ToolUse};
+use toolhost_tests::process_cpu_ns;
 
 const REPEATS: usize = 5;
 
@@ -28,22 +29,12 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// CPU time of the whole process so far (every thread's, from `/proc/self/task/*/schedstat`, in
-/// ns): for the no-op batch, a figure that scheduling noise moves less than wall time.
-fn cpu_ns() -> u64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
-    tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
-}
-
 /// Wall and CPU time of one batch.
 async fn time_batch(rt: &Arc<Runtime>, batch: &[ToolUse]) -> (Duration, Duration) {
     let session = Session::new();
-    let (start, cpu) = (Instant::now(), cpu_ns());
+    let (start, cpu) = (Instant::now(), process_cpu_ns());
     let results = rt.run_batch(&session, batch, toolhost::CallOptions::new()).await;
-    let (elapsed, cpu) = (start.elapsed(), Duration::from_nanos(cpu_ns() - cpu));
+    let (elapsed, cpu) = (start.elapsed(), Duration::from_nanos(process_cpu_ns() - cpu));
     assert!(results.iter().all(|r| !r.is_error), "{:?}", results.iter().find(|r| r.is_error));
     (elapsed, cpu)
 }

@@ -18,7 +18,7 @@ use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use toolhost::{EngineOptions, Runtime, Session, ToolEngine, ToolUse};
-use toolhost_tests::{config, default_tools, engine};
+use toolhost_tests::{config, default_tools, engine, process_cpu_ns};
 
 fn tree(ws: &Path) {
     for d in 0..20 {
@@ -64,13 +64,6 @@ fn calls(ws: &Path) -> [(&'static str, ToolUse); 5] {
     ]
 }
 
-/// CPU time of the whole process so far (every thread's, in ns; exact, unlike schedstat, which
-/// running threads update only at ticks).
-fn cpu_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -93,12 +86,12 @@ fn paired(rounds: usize) {
     );
     for (name, call) in calls(ws.path()) {
         let block = |runtime: &Runtime, n: usize| {
-            let (start, cpu) = (Instant::now(), cpu_ns());
+            let (start, cpu) = (Instant::now(), process_cpu_ns());
             for _ in 0..n {
                 let result = rt.block_on(runtime.call(&session, &call, toolhost::CallOptions::new()));
                 assert!(!result.is_error, "{name}: {}", result.text());
             }
-            (start.elapsed().as_secs_f64() / n as f64, (cpu_ns() - cpu) as f64 / n as f64)
+            (start.elapsed().as_secs_f64() / n as f64, (process_cpu_ns() - cpu) as f64 / n as f64)
         };
         // Blocks long enough (≥ 20 ms) for the kernel's CPU accounting to be exact.
         let per_call = configs.iter().map(|r| block(r, 5).0).fold(0.0, f64::max);
