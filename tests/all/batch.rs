@@ -220,6 +220,41 @@ async fn abort_mid_batch_interrupts_running_calls_and_answers_every_call() {
     assert!(!ws.path().join("b.txt").exists());
 }
 
+/// A caller that stops waiting for a turn (drops `run_batch`'s future) stops the turn: its
+/// running call is interrupted and its queued calls never run, so the next turn is not held up
+/// behind them.
+#[tokio::test(flavor = "multi_thread")]
+async fn dropping_a_turn_stops_its_calls() {
+    let ws = workspace();
+    let (started_tx, mut started_rx) = tokio::sync::mpsc::unbounded_channel();
+    let sink: toolhost::EventSink = Arc::new(move |e| {
+        if let Event::Start { id, .. } = e {
+            let _ = started_tx.send(id);
+        }
+    });
+    let rt = runtime_with(ws.path(), 10, Some(sink)).await;
+    let session = Session::new();
+    let calls = [
+        call("long", "Sleep", json!({"ms": 600_000})),
+        call("queued", "Probe", json!({"op": "write", "path": "b.txt", "content": "never"})),
+    ];
+    tokio::select! {
+        _ = rt.run_batch(&session, &calls, toolhost::CallOptions::new()) => panic!("the sleeper finished"),
+        started = started_rx.recv() => assert_eq!(started.as_deref(), Some("long")),
+    }
+    // The turn's future is dropped: an unsafe call of a new turn runs now, not in ten minutes.
+    let next = [call("next", "Probe", json!({"op": "write", "path": "c.txt", "content": "ok"}))];
+    let results = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        rt.run_batch(&session, &next, toolhost::CallOptions::new()),
+    )
+    .await
+    .expect("the dropped turn still holds the queue");
+    assert!(!results[0].is_error, "{:?}", results[0]);
+    assert!(ws.path().join("c.txt").exists());
+    assert!(!ws.path().join("b.txt").exists(), "a call of the dropped turn ran");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn streamed_calls_start_before_the_turn_is_complete() {
     let ws = workspace();

@@ -24,6 +24,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+/// A task aborted when its handle is dropped (the caller stopped waiting).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> AbortOnDrop<T> {
+    async fn join(&mut self) -> Result<T, tokio::task::JoinError> {
+        (&mut self.0).await
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// One entry of a turn, in model order.
 #[derive(Debug, Clone)]
 pub enum Submission {
@@ -69,9 +84,24 @@ impl Runtime {
             let _ = tx.try_send(Submission::Call(call.clone()));
         }
         drop(tx);
-        let mut results = Vec::with_capacity(calls.len());
-        self.run_turn(session, rx, options, |r| results.push(r)).await;
-        results
+        // The turn's loop runs as a task on the runtime's threads, beside its calls: polled
+        // from the caller's thread (often `block_on` on the main thread), every finished call
+        // would wake that thread through a futex. Dropping this future still aborts the turn.
+        let (rt, session, expected) = (self.clone(), session.shared(), calls.len());
+        let mut driver = AbortOnDrop(tokio::spawn(async move {
+            let mut results = Vec::with_capacity(expected);
+            rt.run_turn(&session, rx, options, |r| results.push(r)).await;
+            results
+        }));
+        match driver.join().await {
+            Ok(results) => results,
+            Err(e) => {
+                // A host fault in the loop itself: every call still gets a result.
+                tracing::error!("a turn's loop failed: {e}");
+                let message = "toolhost failed while running this turn (host fault)";
+                calls.iter().map(|c| ToolResult::error(&c.id, OutcomeKind::HostError, message)).collect()
+            }
+        }
     }
 
     /// Run a turn whose blocks arrive over `submissions` (e.g. while a model is still

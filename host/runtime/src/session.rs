@@ -111,6 +111,12 @@ impl Session {
         Session::default()
     }
 
+    /// This same session under a second name (its context and allowances shared, not copied):
+    /// for a task that drives a turn on the runtime's threads.
+    pub(crate) fn shared(&self) -> Session {
+        Session { context: self.context.clone(), allowed: self.allowed.clone() }
+    }
+
     /// A session that starts from a saved one (see [`Session::save`]).
     pub fn restore(saved: SavedSession) -> Self {
         let bytes = saved.context.iter().map(|(k, v)| k.len() + v.len()).sum();
