@@ -33,6 +33,17 @@ async fn runtime_with(
     Arc::new(rt)
 }
 
+/// An event sink that sends the id of every call that starts.
+fn starts() -> (toolhost::EventSink, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let sink: toolhost::EventSink = Arc::new(move |e| {
+        if let Event::Start { id, .. } = e {
+            let _ = tx.send(id);
+        }
+    });
+    (sink, rx)
+}
+
 fn call(id: &str, tool: &str, input: serde_json::Value) -> ToolUse {
     ToolUse::new(id, tool, input)
 }
@@ -226,12 +237,7 @@ async fn abort_mid_batch_interrupts_running_calls_and_answers_every_call() {
 #[tokio::test(flavor = "multi_thread")]
 async fn dropping_a_turn_stops_its_calls() {
     let ws = workspace();
-    let (started_tx, mut started_rx) = tokio::sync::mpsc::unbounded_channel();
-    let sink: toolhost::EventSink = Arc::new(move |e| {
-        if let Event::Start { id, .. } = e {
-            let _ = started_tx.send(id);
-        }
-    });
+    let (sink, mut started_rx) = starts();
     let rt = runtime_with(ws.path(), 10, Some(sink)).await;
     let session = Session::new();
     let calls = [
@@ -258,12 +264,7 @@ async fn dropping_a_turn_stops_its_calls() {
 #[tokio::test(flavor = "multi_thread")]
 async fn streamed_calls_start_before_the_turn_is_complete() {
     let ws = workspace();
-    let (started_tx, mut started_rx) = tokio::sync::mpsc::unbounded_channel();
-    let sink: toolhost::EventSink = Arc::new(move |e| {
-        if let Event::Start { id, .. } = e {
-            let _ = started_tx.send(id);
-        }
-    });
+    let (sink, mut started_rx) = starts();
     let rt = runtime_with(ws.path(), 10, Some(sink)).await;
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     let session = Session::new();

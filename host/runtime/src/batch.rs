@@ -9,6 +9,7 @@
 //! MCP client of that runtime. Context updates of calls that ran side by side are applied when
 //! their period is over, in model order; those of a call run alone, at once.
 
+use crate::abort::AbortOnDrop;
 use crate::call::CallOptions;
 use crate::classify::CheckedCall;
 use crate::outcome::INTERRUPTED;
@@ -23,21 +24,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
-
-/// A task aborted when its handle is dropped (the caller stopped waiting).
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> AbortOnDrop<T> {
-    async fn join(&mut self) -> Result<T, tokio::task::JoinError> {
-        (&mut self.0).await
-    }
-}
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 /// One entry of a turn, in model order.
 #[derive(Debug, Clone)]
@@ -88,12 +74,13 @@ impl Runtime {
         // from the caller's thread (often `block_on` on the main thread), every finished call
         // would wake that thread through a futex. Dropping this future still aborts the turn.
         let (rt, session, expected) = (self.clone(), session.shared(), calls.len());
-        let mut driver = AbortOnDrop(tokio::spawn(async move {
+        let driver = tokio::spawn(async move {
             let mut results = Vec::with_capacity(expected);
             rt.run_turn(&session, rx, options, |r| results.push(r)).await;
             results
-        }));
-        match driver.join().await {
+        });
+        let _abort = AbortOnDrop(vec![driver.abort_handle()]);
+        match driver.await {
             Ok(results) => results,
             Err(e) => {
                 // A host fault in the loop itself: every call still gets a result.

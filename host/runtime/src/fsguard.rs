@@ -584,6 +584,27 @@ impl GuardedFs<'_> {
         }
     }
 
+    /// Open a read already checked before, by its real path `real`, without following the last
+    /// name: it was no link when checked, and should it have become one since (another
+    /// process), the open fails instead of going elsewhere. Spares asking the kernel for the
+    /// path after.
+    async fn open_checked(
+        &mut self,
+        fd: Resource<Descriptor>,
+        path_flags: PathFlags,
+        path: String,
+        oflags: OpenFlags,
+        flags: DescriptorFlags,
+        real: PathBuf,
+    ) -> FsResult<Resource<Descriptor>> {
+        let path_flags = path_flags & !PathFlags::SYMLINK_FOLLOW;
+        let opened = self.inner.open_at(fd, path_flags, path, oflags, flags).await?;
+        if matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
+            self.guard.dirs.insert(opened.rep(), real.into());
+        }
+        Ok(opened)
+    }
+
     /// Whether a directory descriptor may be written.
     fn writable(&self, fd: &Resource<Descriptor>) -> FsResult<bool> {
         match self.inner.table.get(fd)? {
@@ -855,34 +876,19 @@ impl HostDescriptor for GuardedFs<'_> {
             return self.inner.open_at(fd, path_flags, path, oflags, flags).await;
         }
         if !write_check && let Some((parent, name)) = self.known_target(&fd, &path, follow)? {
-            // A read of a path known exactly: checked before, without asking the kernel after.
-            // Opened without following the last name: it was listed as no link, and should it
-            // have become one since (another process), the open fails instead of going
-            // elsewhere.
+            // A read of a path known exactly (its directory was listed without a link).
             self.check_read_in("read", &parent, name)?;
             let real = parent.real.join(name);
-            let path_flags = path_flags & !PathFlags::SYMLINK_FOLLOW;
-            let opened = self.inner.open_at(fd, path_flags, path, oflags, flags).await?;
-            if matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
-                self.guard.dirs.insert(opened.rep(), real.into());
-            }
-            return Ok(opened);
+            return self.open_checked(fd, path_flags, path, oflags, flags, real).await;
         }
         let (dir, _) = self.dir_of(&fd)?;
         if !write_check && self.guard.rules.check_reads {
             let (target, exact) =
                 if names_itself(&path) { (dir.to_path_buf(), true) } else { self.resolve_exact(&dir, &path, follow) };
             if exact {
-                // The last name is no link: checked before, and opened without following it,
-                // so that should it have become one since (another process), the open fails
-                // instead of going elsewhere. Spares asking the kernel for the path after.
+                // The last name is no link (an `lstat` says so).
                 self.check_read_of("read", &target)?;
-                let path_flags = path_flags & !PathFlags::SYMLINK_FOLLOW;
-                let opened = self.inner.open_at(fd, path_flags, path, oflags, flags).await?;
-                if matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
-                    self.guard.dirs.insert(opened.rep(), target.into());
-                }
-                return Ok(opened);
+                return self.open_checked(fd, path_flags, path, oflags, flags, target).await;
             }
         }
         if write_check {

@@ -27,6 +27,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod abort;
 mod batch;
 mod bindings;
 mod cache;

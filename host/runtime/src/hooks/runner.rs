@@ -4,12 +4,13 @@
 
 use super::protocol::{Output, interpret};
 use super::{HookEvent, HookFailure, HookInput, HookResponse};
+use crate::abort::AbortOnDrop;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::task::{AbortHandle, JoinHandle};
+use tokio::task::JoinHandle;
 use toolhost_policy::{HookMatcher, HooksConfig};
 
 /// One configured command hook.
@@ -137,17 +138,6 @@ const MAX_HOOK_OUTPUT: usize = 1024 * 1024;
 
 /// How much of stderr a failure message quotes: enough for a traceback's last lines.
 pub(super) const MAX_FAILURE_STDERR_CHARS: usize = 2000;
-
-/// Aborts tasks when dropped.
-struct AbortOnDrop(Vec<AbortHandle>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        for handle in &self.0 {
-            handle.abort();
-        }
-    }
-}
 
 /// Kills a hook's process group when dropped, unless disarmed: on timeout, and when the hook's
 /// task is aborted. Killing the group (not just `sh`) also ends what the hook started, such as
