@@ -314,3 +314,104 @@ async fn an_unsafe_call_runs_alone_between_the_safe_groups_around_it() {
     // It ran with its full grant: alone, not read-only.
     assert_eq!(std::fs::read_to_string(ws.path().join("w.txt")).unwrap(), "x");
 }
+
+/// A batch of one call runs on the caller's task (no hand-off to a task and back), by the rules
+/// of any call of a turn: a claimed-safe call has read-only grants, its context update applies
+/// once it is over, a cancelled call is interrupted, an unknown tool is an error result.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lone_call_is_run_by_the_rules_of_a_turn() {
+    let ws = workspace();
+    let rt = runtime_with(ws.path(), 10, None).await;
+    let session = Session::new();
+    let lone = |c: ToolUse, options: toolhost::CallOptions| {
+        let (rt, session) = (rt.clone(), &session);
+        async move { rt.run_batch(session, &[c], options).await.remove(0) }
+    };
+    let write = |file: &str, claim_safe: bool| {
+        call("w", "Probe", json!({"op": "write", "path": file, "content": "x", "claim_safe": claim_safe}))
+    };
+    let r = lone(write("one.txt", true), toolhost::CallOptions::new()).await;
+    assert_eq!((r.outcome, r.tool_use_id.as_str()), (OutcomeKind::Denied, "w"), "{}", r.text());
+    assert!(!ws.path().join("one.txt").exists());
+
+    let set = call("c", "Ctx", json!({"set": "k", "value": "v", "get": "k", "safe": true}));
+    let r = lone(set, toolhost::CallOptions::new()).await;
+    assert_eq!(r.text(), "none", "{r:?}");
+    assert_eq!(session.get(&toolhost::tool_namespace("Ctx"), "k").as_deref(), Some("\"v\""));
+
+    let r = lone(call("u", "Nope", json!({})), toolhost::CallOptions::new()).await;
+    assert_eq!(r.outcome, OutcomeKind::UnknownTool, "{}", r.text());
+
+    let cancel = toolhost::CancellationToken::new();
+    cancel.cancel();
+    let r = lone(write("never.txt", false), toolhost::CallOptions::new().cancel(cancel)).await;
+    assert_eq!(r.outcome, OutcomeKind::Interrupted, "{}", r.text());
+    assert!(!ws.path().join("never.txt").exists());
+
+    let r = lone(write("two.txt", false), toolhost::CallOptions::new()).await;
+    assert_eq!(r.outcome, OutcomeKind::Success, "{}", r.text());
+    assert_eq!(std::fs::read_to_string(ws.path().join("two.txt")).unwrap(), "x");
+}
+
+/// A lone call takes its turn in the runtime's scheduler like any other call: an unsafe one
+/// waits for another turn's running call, and a lone call whose future is dropped stops and
+/// gives its place up.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lone_call_waits_its_turn_and_gives_its_place_up_when_dropped() {
+    let ws = workspace();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let log = seen.clone();
+    let sink: toolhost::EventSink = Arc::new(move |e| match e {
+        Event::Start { id, .. } => {
+            log.lock().unwrap().push(format!("start {id}"));
+            let _ = started_tx.send(id);
+        }
+        Event::Finish { id, .. } => log.lock().unwrap().push(format!("finish {id}")),
+        _ => {}
+    });
+    let rt = runtime_with(ws.path(), 10, Some(sink)).await;
+    let cancel = toolhost::CancellationToken::new();
+    let sleeper = {
+        let (rt, options) = (rt.clone(), toolhost::CallOptions::new().cancel(cancel.clone()));
+        tokio::spawn(async move {
+            rt.run_batch(&Session::new(), &[call("sleep", "Sleep", json!({"ms": 600_000}))], options).await
+        })
+    };
+    while started.recv().await.as_deref() != Some("sleep") {}
+    let writer = {
+        let rt = rt.clone();
+        let write = call("b", "Probe", json!({"op": "write", "path": "b.txt", "content": "x"}));
+        tokio::spawn(async move { rt.run_batch(&Session::new(), &[write], toolhost::CallOptions::new()).await })
+    };
+    // The writer is queued behind the sleeper (a safe call): it may not start beside it.
+    let queued = async {
+        while !format!("{:?}", rt.scheduler()).contains("queued: 1") {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), queued).await.expect("the writer is queued");
+    cancel.cancel();
+    let slept = sleeper.await.unwrap();
+    assert_eq!(slept[0].outcome, OutcomeKind::Interrupted, "{:?}", slept[0]);
+    let wrote = writer.await.unwrap();
+    assert_eq!(wrote[0].outcome, OutcomeKind::Success, "{:?}", wrote[0]);
+    let seen = seen.lock().unwrap().clone();
+    let at = |what: &str| seen.iter().position(|s| s == what).unwrap_or_else(|| panic!("{what}: {seen:?}"));
+    assert!(at("finish sleep") < at("start b"), "{seen:?}");
+
+    // Dropped while it runs: the next unsafe call runs now, not in ten minutes.
+    let (session, long) = (Session::new(), [call("long", "Sleep", json!({"ms": 600_000}))]);
+    tokio::select! {
+        _ = rt.run_batch(&session, &long, toolhost::CallOptions::new()) => panic!("the sleeper finished"),
+        () = async { while started.recv().await.as_deref() != Some("long") {} } => {}
+    }
+    let next = [call("next", "Probe", json!({"op": "write", "path": "c.txt", "content": "ok"}))];
+    let results = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        rt.run_batch(&Session::new(), &next, toolhost::CallOptions::new()),
+    )
+    .await
+    .expect("the dropped call still holds the queue");
+    assert_eq!(results[0].outcome, OutcomeKind::Success, "{:?}", results[0]);
+}

@@ -17,7 +17,7 @@ use crate::pipeline::{Access, Updates};
 use crate::result::ToolResult;
 use crate::runtime::Runtime;
 use crate::schedule::{Hold, Running};
-use crate::session::Session;
+use crate::session::{Session, SessionView};
 use crate::{OutcomeKind, ToolUse};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -70,6 +70,9 @@ impl Runtime {
             let _ = tx.try_send(Submission::Call(call.clone()));
         }
         drop(tx);
+        if let [call] = calls {
+            return vec![self.run_single(session, call.clone(), options).await];
+        }
         // The turn's loop runs as a task on the runtime's threads, beside its calls: polled
         // from the caller's thread (often `block_on` on the main thread), every finished call
         // would wake that thread through a futex. Dropping this future still aborts the turn.
@@ -89,6 +92,70 @@ impl Runtime {
                 calls.iter().map(|c| ToolResult::error(&c.id, OutcomeKind::HostError, message)).collect()
             }
         }
+    }
+
+    /// A batch of one call, run on the caller's task: the same steps as a call of a turn
+    /// (classified, admitted by the scheduler, its updates applied at the end of its period),
+    /// without handing the call to a task and its result back (a caller on `block_on` runs the
+    /// whole call on its own thread). A panic in the pipeline is a host-error result, as in a
+    /// turn.
+    async fn run_single(self: &Arc<Self>, session: &Session, call: ToolUse, options: CallOptions) -> ToolResult {
+        let ticket = self.scheduler.ticket();
+        let checked = if options.cancel.is_cancelled() { CheckedCall::unchecked(call) } else { self.check(call).await };
+        let id = checked.tool_use.id.clone();
+        let admission = ticket.admit(checked.is_concurrency_safe());
+        let run = self.run_checked(0, checked, admission, || session.view(), None, &options);
+        let run = std::panic::AssertUnwindSafe(run);
+        let Ok(Done { mut result, updates, place, .. }) = futures::FutureExt::catch_unwind(run).await else {
+            tracing::error!("a call panicked");
+            return ToolResult::error(
+                &id,
+                OutcomeKind::HostError,
+                "toolhost failed while running this call (host fault)",
+            );
+        };
+        if matches!(place, Some(Place::Held(_))) {
+            self.scheduler.period_over().await;
+        }
+        self.apply_updates(session, updates, Some(&mut result));
+        drop(place);
+        result
+    }
+
+    /// One call of a turn, classified: waits for `admission` (or the turn's cancellation),
+    /// runs with its directories read-only when admitted as safe, and keeps its place in the
+    /// scheduler until the caller applied its updates. `context` is taken once admitted: the
+    /// call sees every update applied before it starts. `holds_taken` (a turn's count of
+    /// holds not yet joined) is counted before the hold is taken.
+    async fn run_checked(
+        self: &Arc<Self>,
+        index: usize,
+        checked: CheckedCall,
+        admission: impl Future<Output = Running>,
+        context: impl FnOnce() -> SessionView,
+        holds_taken: Option<&AtomicUsize>,
+        options: &CallOptions,
+    ) -> Done {
+        let admitted = tokio::select! {
+            admitted = admission => admitted,
+            () = options.cancel.cancelled() => {
+                let result = ToolResult::error(&checked.tool_use.id, OutcomeKind::Interrupted, INTERRUPTED);
+                return Done { index, result, updates: Updates::default(), place: None };
+            }
+        };
+        // The context as it is when the call starts.
+        let safe = admitted.is_safe();
+        let access = if safe { Access::ReadOnly } else { Access::Granted };
+        let (result, updates) = self.run_one(&checked.tool_use, Some(checked.schema), context(), access, options).await;
+        let place = if safe {
+            if let Some(taken) = holds_taken {
+                taken.fetch_add(1, Ordering::AcqRel);
+            }
+            Place::Held(admitted.hold())
+        } else {
+            Place::Alone(admitted)
+        };
+        Done { index, result, updates, place: Some(place) }
     }
 
     /// Run a turn whose blocks arrive over `submissions` (e.g. while a model is still
@@ -171,24 +238,7 @@ impl Runtime {
                         let safe = checked.is_concurrency_safe();
                         let admission = ticket.admit(safe);
                         let task = running.spawn(async move {
-                            let admitted = tokio::select! {
-                                admitted = admission => admitted,
-                                () = options.cancel.cancelled() => {
-                                    let result = ToolResult::error(&checked.tool_use.id, OutcomeKind::Interrupted, INTERRUPTED);
-                                    return Done { index, result, updates: Updates::default(), place: None };
-                                }
-                            };
-                            // The context as it is when the call starts.
-                            let access = if safe { Access::ReadOnly } else { Access::Granted };
-                            let (result, updates) =
-                                rt.run_one(&checked.tool_use, Some(checked.schema), handle.view(), access, &options).await;
-                            let place = if safe {
-                                holds_taken.fetch_add(1, Ordering::AcqRel);
-                                Place::Held(admitted.hold())
-                            } else {
-                                Place::Alone(admitted)
-                            };
-                            Done { index, result, updates, place: Some(place) }
+                            rt.run_checked(index, checked, admission, || handle.view(), Some(&holds_taken), &options).await
                         });
                         running_ids.insert(task.id(), (index, id));
                     }
