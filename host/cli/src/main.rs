@@ -66,7 +66,10 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let result = rt.block_on(async {
+    // The command runs as a task on the runtime's threads, not on this one: a turn's loop then
+    // shares a worker with the calls it starts, instead of every call's task waking this thread
+    // (parked in `block_on`) when it finishes.
+    let command = rt.spawn(async move {
         match cli.command {
             Command::List(c) => c.execute(&cli.global).await,
             Command::Call(c) => c.execute(&cli.global).await,
@@ -83,6 +86,7 @@ fn main() -> ExitCode {
             Command::Audit(c) => c.execute(&cli.global).await,
         }
     });
+    let result = rt.block_on(command).unwrap_or_else(|e| Err(anyhow::anyhow!("toolhost failed: {e}")));
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
