@@ -4,7 +4,8 @@
 //! turns is timed, and beside it the same call run through the runtime alone. Loop overhead
 //! per turn ≈ `turn` − `tool_alone` (it includes the loopback HTTP request, SSE parsing, the
 //! request's JSON, pairing and bookkeeping; the scripted server's own work is in it too, so
-//! the figure is an upper bound).
+//! the figure is an upper bound). `anthropic_turn_in_task` runs the agent as `toolhost agent`
+//! does, as a task on the runtime's threads instead of on the thread in `block_on`.
 //!
 //! `cargo bench -p toolhost-agent --bench turn`
 
@@ -41,7 +42,7 @@ fn turn(c: &mut Criterion) {
     ];
     for (name, provider) in providers {
         let options = AgentOptions { max_turns: TURNS, ..AgentOptions::new("bench") };
-        let agent = Agent::new(runtime.clone(), provider, options);
+        let agent = Arc::new(Agent::new(runtime.clone(), provider, options));
         let first = rt.block_on(agent.run(&Session::new(), "go", &Default::default())).expect("run");
         assert_eq!((first.stop, first.tool_calls, first.tool_errors), (Stop::MaxTurns(TURNS), TURNS, 0));
         // One iteration is one turn: a run of TURNS turns counts as TURNS iterations.
@@ -55,6 +56,22 @@ fn turn(c: &mut Criterion) {
                 start.elapsed().mul_f64(iters as f64 / (runs * u64::from(TURNS)) as f64)
             })
         });
+        if name == "anthropic" {
+            // As `toolhost agent` runs it: the agent's loop a task on the runtime's threads, so
+            // a call's task and the loop share a worker instead of crossing to the waiting thread.
+            group.bench_function(format!("{name}_turn_in_task"), |b| {
+                b.iter_custom(|iters| {
+                    let runs = iters.div_ceil(u64::from(TURNS));
+                    let start = std::time::Instant::now();
+                    for _ in 0..runs {
+                        let agent = agent.clone();
+                        let run = rt.spawn(async move { agent.run(&Session::new(), "go", &Default::default()).await });
+                        rt.block_on(run).expect("joined").expect("run");
+                    }
+                    start.elapsed().mul_f64(iters as f64 / (runs * u64::from(TURNS)) as f64)
+                })
+            });
+        }
     }
     let session = Session::new();
     let call = [ToolUse::new("toolu_bench", "Noop", json!({}))];
