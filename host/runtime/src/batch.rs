@@ -64,15 +64,15 @@ impl Runtime {
         calls: &[ToolUse],
         options: CallOptions,
     ) -> Vec<ToolResult> {
+        if let [call] = calls {
+            return vec![self.run_single(session, call.clone(), options).await];
+        }
         let (tx, rx) = mpsc::channel(calls.len().max(1));
         for call in calls {
             // The receiver is alive and the channel has room for every call.
             let _ = tx.try_send(Submission::Call(call.clone()));
         }
         drop(tx);
-        if let [call] = calls {
-            return vec![self.run_single(session, call.clone(), options).await];
-        }
         // The turn's loop runs as a task on the runtime's threads, beside its calls: polled
         // from the caller's thread (often `block_on` on the main thread), every finished call
         // would wake that thread through a futex. Dropping this future still aborts the turn.
