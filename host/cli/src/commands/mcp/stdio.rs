@@ -225,6 +225,16 @@ where
         }
     }
 
+    /// `message` with its arrival ticket when it is a `tools/call`.
+    fn stamped(&self, mut message: RxJsonRpcMessage<RoleServer>) -> RxJsonRpcMessage<RoleServer> {
+        if let JsonRpcMessage::Request(request) = &mut message
+            && let ClientRequest::CallToolRequest(call) = &mut request.request
+        {
+            call.extensions.insert(self.scheduler.ticket());
+        }
+        message
+    }
+
     /// Answer a message that never reaches the protocol layer. Queued, not awaited: see the
     /// module's doc.
     fn write_error(&self, id: Option<RequestId>, error: ErrorData) {
@@ -274,6 +284,11 @@ where
             if text.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
+            // A well-formed message is parsed once, straight into rmcp's types; anything else
+            // goes through a `Value` to say precisely what is wrong with it.
+            if let Ok(message) = serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
+                return Some(self.stamped(message));
+            }
             let value: Value = match serde_json::from_slice(text) {
                 Ok(v) => v,
                 Err(e) => {
@@ -287,14 +302,7 @@ where
             let is_notification = has_method && value.get("id").is_none();
             let id: Option<RequestId> = value.get("id").and_then(|id| serde_json::from_value(id.clone()).ok());
             match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
-                Ok(mut message) => {
-                    if let JsonRpcMessage::Request(request) = &mut message
-                        && let ClientRequest::CallToolRequest(call) = &mut request.request
-                    {
-                        call.extensions.insert(self.scheduler.ticket());
-                    }
-                    return Some(message);
-                }
+                Ok(message) => return Some(self.stamped(message)),
                 Err(e) if is_notification => tracing::debug!("ignoring a malformed notification: {e}"),
                 Err(e) => {
                     tracing::debug!("invalid message: {e}");
