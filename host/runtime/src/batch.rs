@@ -58,6 +58,8 @@ impl Runtime {
     /// duplicate id, an unknown tool or a host fault each become an error result. `options`
     /// apply to every call: cancelling them aborts the turn (running calls are interrupted at
     /// the next epoch tick, queued calls never start, and every call still gets a result).
+    /// Calls run on the runtime's threads, except a batch of one call, which runs on the
+    /// caller's task: from `block_on` it never leaves the caller's thread.
     pub async fn run_batch(
         self: &Arc<Self>,
         session: &Session,
