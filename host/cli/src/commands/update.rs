@@ -126,7 +126,9 @@ impl UpdateCommand {
             for line in diff.render().lines() {
                 crate::output::outln!("{line}");
             }
-            if diff.widens() && !self.accept_capabilities && !confirm(&name)? {
+            // A person's answer may take minutes: the worker this command runs on hands its
+            // other tasks over while it waits.
+            if diff.widens() && !self.accept_capabilities && !tokio::task::block_in_place(|| confirm(&name))? {
                 refused.push(format!(
                     "{name}: the new version may do more than the locked one (marked above); not updated. Run \
                      `toolhost update {name} --accept-capabilities` to accept it"
