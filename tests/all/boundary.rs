@@ -33,6 +33,26 @@ async fn hostile(rt: &Runtime, input: Value) -> ToolResult {
     call(rt, &Session::new(), "Hostile", input).await
 }
 
+/// The rule the guard's read tests run under.
+const DENY_SECRETS: &str = "[permissions]\ndeny = [\"Read(secrets/**)\"]\n";
+
+/// A workspace holding `files` (path, content) and `links` (path, target: made outside toolhost,
+/// as a repository may hold them), every parent directory created; and its real path.
+fn planted(files: &[(&str, &str)], links: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let ws = workspace();
+    let ws_path = ws.path().canonicalize().unwrap();
+    let parent = |p: &str| fs::create_dir_all(ws_path.join(p).parent().unwrap()).unwrap();
+    for (path, content) in files {
+        parent(path);
+        fs::write(ws_path.join(path), content).unwrap();
+    }
+    for (path, target) in links {
+        parent(path);
+        std::os::unix::fs::symlink(target, ws_path.join(path)).unwrap();
+    }
+    (ws, ws_path)
+}
+
 /// The sandbox refused the operation: the guest saw `access`, reported a denial, and the
 /// result names the path.
 fn refused(result: &ToolResult, path_part: &str) {
@@ -317,15 +337,11 @@ async fn path_deny_rules_hold_inside_the_sandbox() {
 /// leads, and a denied file stays denied however it is reached after a listing.
 #[tokio::test(flavor = "multi_thread")]
 async fn what_a_listing_showed_is_forgotten_when_the_call_changes_the_tree() {
-    let ws = workspace();
-    let ws_path = ws.path().canonicalize().unwrap();
-    fs::create_dir_all(ws_path.join("secrets")).unwrap();
-    fs::create_dir_all(ws_path.join("pub")).unwrap();
-    fs::write(ws_path.join("secrets/id.key"), format!("KEY {SECRET}\n")).unwrap();
-    fs::write(ws_path.join("pub/a.txt"), "plain\n").unwrap();
+    let key = format!("KEY {SECRET}\n");
     // A link made outside toolhost (a tool cannot make one to a denied file).
-    std::os::unix::fs::symlink("../secrets/id.key", ws_path.join("pub/planted")).unwrap();
-    let rt = runtime(&ws_path, "[permissions]\ndeny = [\"Read(secrets/**)\"]\n", |b| b).await;
+    let (_ws, ws_path) =
+        planted(&[("secrets/id.key", &key), ("pub/a.txt", "plain\n")], &[("pub/planted", "../secrets/id.key")]);
+    let rt = runtime(&ws_path, DENY_SECRETS, |b| b).await;
 
     let steps = |steps: Value| json!({"op": "steps", "steps": steps});
     let out = ok(&hostile(
@@ -364,17 +380,11 @@ async fn what_a_listing_showed_is_forgotten_when_the_call_changes_the_tree() {
 /// judged by where it leads, so neither a stat nor a read of it reaches a denied file.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_link_moved_in_during_a_listing_is_still_judged_by_its_target() {
-    let ws = workspace();
-    let ws_path = ws.path().canonicalize().unwrap();
-    for dir in ["secrets", "pub", "other"] {
-        fs::create_dir_all(ws_path.join(dir)).unwrap();
-    }
-    fs::write(ws_path.join("secrets/id.key"), format!("KEY {SECRET}\n")).unwrap();
-    fs::write(ws_path.join("pub/a.txt"), "plain\n").unwrap();
-    fs::write(ws_path.join("pub/b.txt"), "plain\n").unwrap();
+    let key = format!("KEY {SECRET}\n");
+    let files = [("secrets/id.key", key.as_str()), ("pub/a.txt", "plain\n"), ("pub/b.txt", "plain\n")];
     // A link made outside toolhost (a tool cannot make one to a denied file).
-    std::os::unix::fs::symlink("../secrets/id.key", ws_path.join("other/planted")).unwrap();
-    let rt = runtime(&ws_path, "[permissions]\ndeny = [\"Read(secrets/**)\"]\n", |b| b).await;
+    let (_ws, ws_path) = planted(&files, &[("other/planted", "../secrets/id.key")]);
+    let rt = runtime(&ws_path, DENY_SECRETS, |b| b).await;
 
     let out = ok(&hostile(
         &rt,
@@ -547,13 +557,9 @@ fn through_the_command_line_a_tool_cannot_plant_a_hook_for_the_next_start() {
 /// a name the listing yields is checked on its own.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_listing_vouches_for_nothing_after_its_directory_is_dropped() {
-    let ws = workspace();
-    let ws_path = ws.path().canonicalize().unwrap();
-    fs::create_dir_all(ws_path.join("secrets")).unwrap();
-    fs::create_dir_all(ws_path.join("pub")).unwrap();
-    fs::write(ws_path.join("secrets/token.txt"), format!("TOKEN={SECRET}\n")).unwrap();
-    fs::write(ws_path.join("pub/token.txt"), "public\n").unwrap();
-    let rt = runtime(&ws_path, "[permissions]\ndeny = [\"Read(secrets/**)\"]\n", |b| b).await;
+    let token = format!("TOKEN={SECRET}\n");
+    let (_ws, ws_path) = planted(&[("secrets/token.txt", &token), ("pub/token.txt", "public\n")], &[]);
+    let rt = runtime(&ws_path, DENY_SECRETS, |b| b).await;
     let out = ok(&hostile(&rt, json!({"op": "list_swap", "path": "pub", "target": "secrets"})).await);
     assert_eq!(out.lines().next(), Some("token.txt: access"), "{out}");
 }
@@ -564,14 +570,10 @@ async fn a_listing_vouches_for_nothing_after_its_directory_is_dropped() {
 /// procfs and without.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_trailing_dot_does_not_hide_a_link() {
-    let ws = workspace();
-    let ws_path = ws.path().canonicalize().unwrap();
-    fs::create_dir_all(ws_path.join("secrets")).unwrap();
-    fs::create_dir_all(ws_path.join("pub")).unwrap();
-    fs::write(ws_path.join("secrets/token.txt"), format!("TOKEN={SECRET}\n")).unwrap();
+    let token = format!("TOKEN={SECRET}\n");
     // A link made outside toolhost (a repository may hold one).
-    std::os::unix::fs::symlink("../secrets", ws_path.join("pub/door")).unwrap();
-    let rt = runtime(&ws_path, "[permissions]\ndeny = [\"Read(secrets/**)\"]\n", |b| b).await;
+    let (_ws, ws_path) = planted(&[("secrets/token.txt", &token)], &[("pub/door", "../secrets")]);
+    let rt = runtime(&ws_path, DENY_SECRETS, |b| b).await;
     let attack = json!({"op": "steps", "steps": [
         {"op": "read_in", "path": "pub/door/.", "follow": false, "target": "token.txt"},
         {"op": "read_in", "path": "pub/door", "follow": true, "target": "token.txt"},
