@@ -621,3 +621,109 @@ async fn without_procfs_the_guard_still_resolves_links() {
     ok(&fine);
     assert_eq!(fs::read_to_string(ws_path.join("notes.txt")).unwrap(), "ok");
 }
+
+/// The steps' output lines of a `steps` call (the sandbox's note, if any, cut off).
+fn step_lines(out: &str) -> Vec<String> {
+    let steps = out.split("\nThe sandbox refused file operations of this call:").next().unwrap_or(out);
+    steps.lines().map(str::to_string).collect()
+}
+
+/// A hard link of a symlink is a new symlink in another directory, whose relative text now
+/// starts there: after a listing taught the guard that directory held no link, the chain
+/// below replaced the config (and the next start ran its hook), rewrote `.git/config` and the
+/// audit log, and read a denied file's size and content. Mutations are judged on the path the
+/// kernel uses now, and a new name forgets what listings taught.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hard_linked_link_steers_no_write_and_reveals_no_denied_file() {
+    let key = format!("KEY {SECRET}\n");
+    let cfg = "[permissions]\ndeny = [\"Read(secrets/**)\"]\n";
+    let (_ws, ws_path) = planted(
+        &[("toolhost.toml", cfg), (".git/config", "[core]\n"), ("audit.jsonl", "{}\n"), ("secrets/id.key", &key)],
+        &[],
+    );
+    let rt = runtime(&ws_path, cfg, |b| {
+        b.protect(ws_path.join("toolhost.toml"), "the config file in use")
+            .protect(ws_path.join("audit.jsonl"), "the audit log")
+    })
+    .await;
+    let payload = "[[hooks.pre_tool_use]]\ncommand = \"touch pwned\"\n";
+    for (i, victim) in ["toolhost.toml", ".git/config", "audit.jsonl"].into_iter().enumerate() {
+        let (a, d) = (format!("a{i}"), format!("D{i}"));
+        let out = ok(&hostile(
+            &rt,
+            json!({"op": "steps", "steps": [
+                {"op": "write", "path": format!("p{i}"), "content": payload},
+                {"op": "mkdir", "path": a},
+                {"op": "symlink", "path": format!("{a}/s"), "target": ".."},
+                {"op": "mkdir", "path": d},
+                {"op": "list", "path": d},
+                {"op": "hardlink", "path": format!("{d}/sub"), "target": format!("{a}/s")},
+                {"op": "rename", "path": format!("p{i}"), "target": format!("{d}/sub/{victim}")},
+            ]}),
+        )
+        .await);
+        let lines = step_lines(&out);
+        assert_eq!(lines.len(), 7, "{out}");
+        assert!(lines[5].starts_with("ok"), "the link itself may be made: {out}");
+        assert!(lines[6].starts_with("error: rename") && lines[6].ends_with(": access"), "{victim}: {out}");
+        assert!(out.contains(&ws_path.join(victim).display().to_string()), "the note names {victim}: {out}");
+    }
+    assert_eq!(fs::read_to_string(ws_path.join("toolhost.toml")).unwrap(), cfg);
+    assert_eq!(fs::read_to_string(ws_path.join(".git/config")).unwrap(), "[core]\n");
+    assert_eq!(fs::read_to_string(ws_path.join("audit.jsonl")).unwrap(), "{}\n");
+
+    // The same link, to the denied directory: neither its size nor its content comes back.
+    let out = ok(&hostile(
+        &rt,
+        json!({"op": "steps", "steps": [
+            {"op": "mkdir", "path": "b"},
+            {"op": "symlink", "path": "b/s", "target": "../secrets"},
+            {"op": "mkdir", "path": "E"},
+            {"op": "list", "path": "E"},
+            {"op": "hardlink", "path": "E/s", "target": "b/s"},
+            {"op": "stat", "path": "E/s/id.key"},
+            {"op": "read", "path": "E/s/id.key"},
+            {"op": "list", "path": "E/s"},
+        ]}),
+    )
+    .await);
+    let lines = step_lines(&out);
+    assert!(!out.contains(SECRET), "{out}");
+    assert_eq!(lines[5], "error: stat E/s/id.key: access", "{out}");
+    assert_eq!(lines[6], "error: read E/s/id.key: access", "{out}");
+    assert!(!lines[7].contains("id.key"), "{out}");
+}
+
+/// A relative link keeps its text when moved, so where it leads changes: moved alone or
+/// inside a directory, it is judged again at its new place, as if made there.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_relative_link_moved_elsewhere_is_judged_where_it_lands() {
+    let (_ws, ws_path) = planted(&[("toolhost.toml", "")], &[]);
+    let rt = runtime(&ws_path, "", |b| b.protect(ws_path.join("toolhost.toml"), "the config file in use")).await;
+    let out = ok(&hostile(
+        &rt,
+        json!({"op": "steps", "steps": [
+            {"op": "mkdir", "path": "x"},
+            {"op": "mkdir", "path": "x/y"},
+            // Leads to x/toolhost.toml where it is made: fine.
+            {"op": "symlink", "path": "x/y/l", "target": "../toolhost.toml"},
+            // Moved up one level, it would lead to the config.
+            {"op": "rename", "path": "x/y/l", "target": "x/l"},
+            // So would its directory, moved up with it inside.
+            {"op": "rename", "path": "x/y", "target": "z"},
+            // Moves that keep its meaning are fine.
+            {"op": "rename", "path": "x/y/l", "target": "x/y/l2"},
+            {"op": "mkdir", "path": "w"},
+            {"op": "rename", "path": "x", "target": "w/x"},
+        ]}),
+    )
+    .await);
+    let lines = step_lines(&out);
+    assert_eq!(lines.len(), 8, "{out}");
+    assert_eq!(lines[3], "error: rename x/y/l -> x/l: access", "{out}");
+    assert_eq!(lines[4], "error: rename x/y -> z: access", "{out}");
+    assert!(lines[5].starts_with("ok") && lines[7].starts_with("ok"), "{out}");
+    assert!(out.contains("toolhost.toml is protected"), "{out}");
+    assert!(!ws_path.join("x/l").exists() && !ws_path.join("z").exists());
+    assert_eq!(fs::read_link(ws_path.join("w/x/y/l2")).unwrap(), Path::new("../toolhost.toml"));
+}

@@ -124,15 +124,25 @@ pub enum FsRefusal {
         /// The ask-before-writing pattern it matches, as written.
         pattern: String,
     },
+    /// The sandbox cannot tell what the operation would do, so it does not do it (a rename of
+    /// a tree too big to check the links it moves).
+    #[error("{} is refused: {why}", path.display())]
+    Unchecked {
+        /// The path of the operation.
+        path: PathBuf,
+        /// Why it cannot be checked.
+        why: String,
+    },
 }
 
 impl FsRefusal {
     /// The path of the refused operation.
     pub fn path(&self) -> &Path {
         match self {
-            FsRefusal::Protected { path, .. } | FsRefusal::Denied { path, .. } | FsRefusal::NeedsAsk { path, .. } => {
-                path
-            }
+            FsRefusal::Protected { path, .. }
+            | FsRefusal::Denied { path, .. }
+            | FsRefusal::NeedsAsk { path, .. }
+            | FsRefusal::Unchecked { path, .. } => path,
         }
     }
 }

@@ -324,6 +324,12 @@ fn names_itself(rel: &str) -> bool {
     Path::new(rel).components().all(|c| c == Component::CurDir)
 }
 
+/// Where a link at the real path `link` whose text is `target` leads (followed to the end).
+fn link_leads_to(link: &Path, target: &Path) -> PathBuf {
+    let parent = link.parent().unwrap_or(Path::new("/"));
+    resolve_at(parent, &target.to_string_lossy(), true)
+}
+
 /// Links followed at most when resolving one path, as the kernel's own limit (`ELOOP`).
 const MAX_LINKS: usize = 40;
 
@@ -369,6 +375,10 @@ fn resolve_unfollowed(joined: &Path) -> PathBuf {
     }
     normalize(joined)
 }
+
+/// Entries of a renamed directory checked for the links it moves, at most: a rename of a
+/// bigger tree is refused rather than left unchecked.
+const MAX_MOVED_ENTRIES: usize = 100_000;
 
 /// Directories remembered per call at most (a walk over a huge tree cannot grow it without end).
 const MAX_RESOLVED: usize = 4096;
@@ -662,12 +672,94 @@ impl GuardedFs<'_> {
         if self.guard.rules.policies.is_empty() {
             return Ok(());
         }
-        if !self.writable(fd)? {
+        let Some(dir) = self.writable_dir_now(fd)? else { return Ok(()) };
+        let target = resolve_at(&dir, rel, follow);
+        self.check(op, &target, access)
+    }
+
+    /// The real path of a directory descriptor asked of the kernel now (without procfs, the
+    /// path resolved when it was opened), or `None` when it is read-only (wasmtime-wasi refuses
+    /// every mutation there itself). For mutations: nothing the call remembers vouches for one.
+    fn writable_dir_now(&mut self, fd: &Resource<Descriptor>) -> FsResult<Option<PathBuf>> {
+        let d = match self.inner.table.get(fd)? {
+            Descriptor::Dir(d) => d,
+            Descriptor::File(_) => return Err(ErrorCode::NotDirectory.into()),
+        };
+        if d.perms.write_not_permitted() {
+            return Ok(None);
+        }
+        let path = if self.guard.procfs {
+            fd_path(&d.dir, true)
+        } else {
+            self.guard.dirs.get(&fd.rep()).map(|p| p.to_path_buf())
+        };
+        // Fail closed: a directory whose path is unknown is refused, not unchecked.
+        path.map(Some).ok_or_else(|| ErrorCode::Access.into())
+    }
+
+    /// Check a link whose real path is `link` and whose text is `target`, as a link made there
+    /// now: where it leads is judged as written to, since whoever follows it later (a person,
+    /// another program) would write there.
+    fn check_link_target(&mut self, op: &str, link: &Path, target: &Path) -> FsResult<()> {
+        let leads_to = link_leads_to(link, target);
+        self.check(op, &leads_to, FsAccess::Write)
+    }
+
+    /// [`GuardedFs::check_link_target`] of a link moved from `from` to `to`, unless it leads
+    /// to the same place from both (nothing new is reachable through it: a link made outside
+    /// toolhost keeps being judged on each use).
+    fn check_moved_link(&mut self, op: &str, from: &Path, to: &Path, target: &Path) -> FsResult<()> {
+        let leads_to = link_leads_to(to, target);
+        if leads_to == link_leads_to(from, target) {
             return Ok(());
         }
-        let (dir, _) = self.dir_of(fd)?;
-        let target = self.resolve(&dir, rel, follow);
-        self.check(op, &target, access)
+        self.check(op, &leads_to, FsAccess::Write)
+    }
+
+    /// Check the links a rename of `from` to `to` (real paths, neither followed) moves: a
+    /// relative link keeps its text and starts from its new directory. A link itself is
+    /// judged at `to`; inside a directory, the links whose text climbs out of it with `..`
+    /// (the others move with what they lead to), at most [`MAX_MOVED_ENTRIES`] entries.
+    fn check_moved_links(&mut self, from: &Path, to: &Path) -> FsResult<()> {
+        let Ok(meta) = std::fs::symlink_metadata(from) else { return Ok(()) };
+        if meta.file_type().is_symlink() {
+            return match std::fs::read_link(from) {
+                Ok(target) if target.is_relative() => self.check_moved_link("rename of a link to", from, to, &target),
+                _ => Ok(()),
+            };
+        }
+        if !meta.is_dir() {
+            return Ok(());
+        }
+        let mut pending = vec![from.to_path_buf()];
+        let mut seen = 0usize;
+        while let Some(dir) = pending.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > MAX_MOVED_ENTRIES {
+                    let refusal = FsRefusal::Unchecked {
+                        path: from.to_path_buf(),
+                        why: format!(
+                            "it holds more than {MAX_MOVED_ENTRIES} entries, too many to check the links it moves"
+                        ),
+                    };
+                    return Err(self.refuse("rename from", refusal));
+                }
+                let Ok(kind) = entry.file_type() else { continue };
+                let path = entry.path();
+                if kind.is_dir() {
+                    pending.push(path);
+                } else if kind.is_symlink()
+                    && let Ok(target) = std::fs::read_link(&path)
+                    && target.components().any(|c| c == Component::ParentDir)
+                    && let Ok(inside) = path.strip_prefix(from)
+                {
+                    self.check_moved_link("move of a link to", &path, &to.join(inside), &target)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Check a read of `rel` beneath `fd`, when reads can be refused at all.
@@ -832,19 +924,24 @@ impl HostDescriptor for GuardedFs<'_> {
         new_descriptor: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        if !self.guard.rules.policies.is_empty() {
-            let (new_dir, writable) = self.dir_of(&new_descriptor)?;
-            if writable {
-                // A second name for a file is a way to write it: the source counts as written.
-                let (old_dir, _) = self.dir_of(&fd)?;
-                let follow = old_path_flags.contains(PathFlags::SYMLINK_FOLLOW);
-                let source = resolve_at(&old_dir, &old_path, follow);
-                self.check("hard link from", &source, FsAccess::Write)?;
-                let dest = resolve_at(&new_dir, &new_path, false);
-                self.check("hard link at", &dest, FsAccess::Write)?;
+        if !self.guard.rules.policies.is_empty()
+            && let Some(new_dir) = self.writable_dir_now(&new_descriptor)?
+        {
+            // A second name for a file is a way to write it: the source counts as written.
+            let old_dir = self.writable_dir_now(&fd)?.ok_or(ErrorCode::NotPermitted)?;
+            let follow = old_path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+            let source = resolve_at(&old_dir, &old_path, follow);
+            self.check("hard link from", &source, FsAccess::Write)?;
+            let dest = resolve_at(&new_dir, &new_path, false);
+            self.check("hard link at", &dest, FsAccess::Write)?;
+            // A hard link of a symlink is a new symlink: its target, if relative, now starts
+            // from the new directory, and is judged from there as a symlink made there is.
+            if let Ok(target) = std::fs::read_link(&source) {
+                self.check_link_target("hard link to", &dest, &target)?;
             }
         }
-        self.created();
+        // A new name may be a link: everything learned of the tree is stale.
+        self.tree_changes();
         self.inner.link_at(fd, old_path_flags, old_path, new_descriptor, new_path).await
     }
 
@@ -891,9 +988,10 @@ impl HostDescriptor for GuardedFs<'_> {
                 return self.open_checked(fd, path_flags, path, oflags, flags, target).await;
             }
         }
-        if write_check {
-            // Before: a create or truncate cannot be undone.
-            let target = self.resolve(&dir, &path, follow);
+        if write_check && let Some(now) = self.writable_dir_now(&fd)? {
+            // Before, by the path the kernel will use now (a create or truncate cannot be
+            // undone).
+            let target = resolve_at(&now, &path, follow);
             self.check("write", &target, FsAccess::Write)?;
         }
         let opened = self.inner.open_at(fd, path_flags, path.clone(), oflags, flags).await?;
@@ -945,24 +1043,27 @@ impl HostDescriptor for GuardedFs<'_> {
         new_fd: Resource<Descriptor>,
         new_path: String,
     ) -> FsResult<()> {
-        self.check_mutation("rename from", &fd, &old_path, false, FsAccess::Replace)?;
-        self.check_mutation("rename to", &new_fd, &new_path, false, FsAccess::Replace)?;
+        if !self.guard.rules.policies.is_empty()
+            && let (Some(old_dir), Some(new_dir)) = (self.writable_dir_now(&fd)?, self.writable_dir_now(&new_fd)?)
+        {
+            let from = resolve_at(&old_dir, &old_path, false);
+            self.check("rename from", &from, FsAccess::Replace)?;
+            let to = resolve_at(&new_dir, &new_path, false);
+            self.check("rename to", &to, FsAccess::Replace)?;
+            // Relative links keep their text and change their meaning when moved.
+            self.check_moved_links(&from, &to)?;
+        }
         self.tree_changes();
         self.inner.rename_at(fd, old_path, new_fd, new_path).await
     }
 
     async fn symlink_at(&mut self, fd: Resource<Descriptor>, src_path: String, dest_path: String) -> FsResult<()> {
-        if !self.guard.rules.policies.is_empty() {
-            let (dir, writable) = self.dir_of(&fd)?;
-            if writable {
-                let link = resolve_at(&dir, &dest_path, false);
-                self.check("symlink at", &link, FsAccess::Write)?;
-                // A link to a protected file is refused too: whoever follows it later (a
-                // person, another program) would write there.
-                let parent = link.parent().unwrap_or(&dir).to_path_buf();
-                let target = resolve_at(&parent, &src_path, true);
-                self.check("symlink to", &target, FsAccess::Write)?;
-            }
+        if !self.guard.rules.policies.is_empty()
+            && let Some(dir) = self.writable_dir_now(&fd)?
+        {
+            let link = resolve_at(&dir, &dest_path, false);
+            self.check("symlink at", &link, FsAccess::Write)?;
+            self.check_link_target("symlink to", &link, Path::new(&src_path))?;
         }
         self.tree_changes();
         self.inner.symlink_at(fd, src_path, dest_path).await
