@@ -2,6 +2,7 @@
 //! sandbox, loading, and the command line.
 
 mod agent;
+mod attacks;
 mod audit;
 mod batch;
 mod boundary;

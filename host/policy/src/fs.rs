@@ -456,6 +456,7 @@ mod tests {
             Err(FsRefusal::Protected { what, .. }) => format!("Protected({what})"),
             Err(FsRefusal::Denied { rule, .. }) => format!("Denied({rule})"),
             Err(FsRefusal::NeedsAsk { pattern, .. }) => format!("Ask({pattern})"),
+            Err(FsRefusal::Unchecked { why, .. }) => format!("Unchecked({why})"),
         }
     }
 
