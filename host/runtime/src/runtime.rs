@@ -626,7 +626,9 @@ impl Runtime {
         let grant_inside_workspace =
             effective.net.is_empty() && effective.dirs.iter().all(|d| d.path.starts_with(&self.workspace));
         let mut warnings = toolhost_policy::grant_warnings(&effective, &self.workspace);
-        warnings.extend(self.protected_hook_paths().iter().filter_map(|s| toolhost_policy::hook_script_warning(&effective, s)));
+        warnings.extend(
+            self.protected_hook_paths().iter().filter_map(|s| toolhost_policy::hook_script_warning(&effective, s)),
+        );
         let context_namespace: Arc<str> =
             Arc::from(source.context_namespace.clone().unwrap_or_else(|| crate::session::tool_namespace(&name)));
         let tool = LoadedTool {

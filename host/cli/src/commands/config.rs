@@ -268,7 +268,10 @@ fn broad_grants(
         .flat_map(|hook| {
             let at = hook.command.span().start;
             // A hook whose paths cannot be protected is an error already.
-            toolhost::policy::hook_protected_paths(hook, workspace, home).unwrap_or_default().into_iter().map(move |s| (s, at))
+            toolhost::policy::hook_protected_paths(hook, workspace, home)
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |s| (s, at))
         })
         .collect();
     let mut warned_scripts = std::collections::BTreeSet::new();

@@ -278,7 +278,8 @@ impl Lexer<'_> {
                 name
             }
             Some(c) if c == '_' || c.is_ascii_alphabetic() => {
-                let len = self.chars[self.at + 1..].iter().take_while(|c| **c == '_' || c.is_ascii_alphanumeric()).count();
+                let len =
+                    self.chars[self.at + 1..].iter().take_while(|c| **c == '_' || c.is_ascii_alphanumeric()).count();
                 let name = self.chars[self.at + 1..self.at + 1 + len].iter().collect();
                 self.at += 1 + len;
                 name
@@ -291,7 +292,7 @@ impl Lexer<'_> {
                 return Ok(());
             }
             Some('\'' | '"') if !quoted => return Err(Reason::Variable(format!("${}…", self.chars[self.at + 1]))),
-            Some(c) if !c.is_whitespace() && !(quoted && c == '"') && c != '/' && c != ':' => {
+            Some(c) if !c.is_whitespace() && (!quoted || c != '"') && c != '/' && c != ':' => {
                 return Err(Reason::Variable(format!("${c}")));
             }
             // A `$` before nothing a shell expands is itself.
@@ -345,7 +346,8 @@ fn push_value(raw: &mut String, name: &str, value: &str, quoted: bool) -> Result
 
 fn is_name(s: &str) -> bool {
     let mut chars = s.chars();
-    chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic()) && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+    chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
 /// `raw` unquoted by `shlex` (one word: its blanks are all quoted).

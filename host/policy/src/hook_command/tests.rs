@@ -121,7 +121,10 @@ fn commands_that_cannot_be_analysed_say_why() {
         ("python3 -c 'import guard'", nested("python3", "-c")),
         ("node -e 'require(\"./x\")'", nested("node", "-e")),
         ("perl -ne 'print'", nested("perl", "-e")),
-        ("node -r ./hooks/x.js -r dotenv hooks/guard.js", U::Package { program: "node".into(), package: "dotenv".into() }),
+        (
+            "node -r ./hooks/x.js -r dotenv hooks/guard.js",
+            U::Package { program: "node".into(), package: "dotenv".into() },
+        ),
         ("sh $(cat hooks/which)", U::CommandSubstitution("$(…)")),
         ("sh \"$(cat hooks/which)\"", U::CommandSubstitution("$(…)")),
         ("sh `cat hooks/which`", U::CommandSubstitution("`…`")),
