@@ -45,11 +45,15 @@ fn put(ws: &Path, path: &str, body: &str) {
 /// A hook's line in `ran.log`: what ran.
 const MARK: &str = "echo original >> \"$CLAUDE_PROJECT_DIR/ran.log\"\n";
 
+/// A hook to try: the files to set up (path, body), the command, and the files a tool must not
+/// rewrite.
+type Case<'a> = (Vec<(&'a str, String)>, &'a str, Vec<&'a str>);
+
 /// For each form: the files to set up, the command, and the files a tool must not rewrite.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tool_cannot_rewrite_what_a_hook_runs_in_any_form_it_is_written_in() {
     let sh = format!("cat > /dev/null\n{MARK}");
-    let cases: Vec<(Vec<(&str, String)>, &str, Vec<&str>)> = vec![
+    let cases: Vec<Case<'_>> = vec![
         // Claude Code's documented form: a quoted variable glued to the rest of the path.
         (vec![(".hooks/guard.sh", format!("#!/bin/sh\n{sh}"))], "\"$CLAUDE_PROJECT_DIR\"/.hooks/guard.sh", vec![
             ".hooks/guard.sh",

@@ -248,3 +248,14 @@ fn files_are_protected_exactly_and_need_no_analysis() {
         assert!(matches!(err, HookError::ListedTooWide { index: 1, .. }), "{too_wide}: {err}");
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
+
+    /// Whatever the text (a config may come with a cloned repository), the analysis answers:
+    /// files, or a reason; it never panics.
+    #[test]
+    fn any_command_is_analysed_or_refused(command in "[a-z $\"'`\\\\/.~*?\\[\\]{}()<>&|;#=\n0-9-]{0,40}") {
+        let _ = analyse_hook_command(&command, Path::new("/nonexistent-ws"), Some(Path::new("/nonexistent-home")));
+    }
+}
