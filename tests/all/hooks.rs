@@ -9,10 +9,13 @@ use std::sync::{Arc, Mutex};
 use toolhost::{Event, HookInput, HookResponse, Hooks, OutcomeKind, Runtime, RuntimeBuilder, Session, ToolResult};
 use toolhost_tests::{call, config, default_tools, engine, workspace};
 
-/// Write `script` as `name` in the workspace (run with `sh`, so no exec bit is needed).
+/// Write `script` as `hooks/name` in the workspace (run with `sh`, so no exec bit is needed).
+/// Hook scripts live in a directory of their own: toolhost protects the whole directory of what
+/// a hook runs, which at the workspace root would be the whole workspace.
 fn script(ws: &Path, name: &str, body: &str) -> String {
-    std::fs::write(ws.join(name), body).unwrap();
-    format!("sh {name}")
+    std::fs::create_dir_all(ws.join("hooks")).unwrap();
+    std::fs::write(ws.join("hooks").join(name), body).unwrap();
+    format!("sh hooks/{name}")
 }
 
 /// The default tools under `toml`, events recorded.
@@ -83,8 +86,9 @@ if [[ "$file_path" == *.lock ]]; then
 fi
 exit 0
 "#;
-    std::fs::write(ws.path().join("protect.sh"), body).unwrap();
-    let (rt, events) = runtime(ws.path(), &pre("bash ./protect.sh", ""), |b| b).await;
+    std::fs::create_dir(ws.path().join(".claude")).unwrap();
+    std::fs::write(ws.path().join(".claude/protect.sh"), body).unwrap();
+    let (rt, events) = runtime(ws.path(), &pre("bash \"$CLAUDE_PROJECT_DIR\"/.claude/protect.sh", ""), |b| b).await;
     let s = Session::new();
     for f in ["Cargo.lock", "main.rs"] {
         assert!(!call(&rt, &s, "Read", json!({"file_path": f})).await.is_error);

@@ -12,6 +12,7 @@ mod cli;
 mod config;
 mod default_tools;
 mod guests_lang;
+mod hook_files;
 mod hooks;
 mod http;
 mod limits;

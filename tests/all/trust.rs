@@ -317,7 +317,7 @@ fn broad_grants_are_flagged_by_config_check_and_list() {
     let err = stderr(&o);
     assert!(err.contains("toolhost.toml:3:9: warning: tools.Probe.grant: env = [\"*\"]"), "{err}");
     assert!(err.contains(&format!("fs_write {}", outside.path().canonicalize().unwrap().display())), "{err}");
-    assert!(err.contains("toolhost.toml:9:11: warning: hooks:") && err.contains("guard.sh"), "{err}");
+    assert!(err.contains("toolhost.toml:9:11: warning: hooks:") && err.contains("scripts"), "{err}");
     assert!(!err.contains("tools.Read.grant"), "a narrow grant is not flagged: {err}");
 
     let o = command(ws.path()).args(["list", "--json"]).output().unwrap();

@@ -172,6 +172,16 @@ async fn build_and_load(
     pooling: bool,
 ) -> Result<Loaded> {
     let workspace = workspace(args)?;
+    // A hook whose files cannot be protected from tools stops the start (the runtime would
+    // refuse it too); here each is reported at its position in the config file.
+    if let Ok(real) = workspace.canonicalize() {
+        let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+        let errors = config.hook_errors(&real, home.as_deref());
+        if !errors.is_empty() {
+            let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            anyhow::bail!("{}", shown.join("\n"));
+        }
+    }
     // The audit log sees every event the runtime sends, whoever else watches.
     let audit_file = match &args.audit {
         Some(file) => Some(absolute(file)?),

@@ -32,6 +32,7 @@ mod config;
 mod fs;
 mod grant;
 mod hook;
+mod hook_command;
 mod limits;
 mod net;
 mod path;
@@ -48,6 +49,7 @@ pub use config::{
 pub use fs::{DEFAULT_ASK_BEFORE_WRITING, FsAccess, FsRefusal, PathPolicy};
 pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant, grant_excess};
 pub use hook::{HookMatcher, MatcherError};
+pub use hook_command::{HookError, HookRuns, Unanalysable, analyse_hook_command, hook_protected_paths};
 pub use limits::Limits;
 pub use net::{
     AddressRefusal, HostPattern, IpRange, METADATA_ADDRESSES, NetPattern, NetPatternError, PortPattern, WEB_PORTS,

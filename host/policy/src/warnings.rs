@@ -39,14 +39,14 @@ pub fn grant_warnings(grant: &EffectiveGrant, workspace: &Path) -> Vec<String> {
     warnings
 }
 
-/// A line when `script` (a file a hook runs, unsandboxed) lies inside a directory `grant`
-/// lets the tool write. The sandbox refuses writes to hook scripts, but a script inside a
-/// writable tree is one mistake away from running what a tool wrote.
+/// A line when `script` (a file a hook runs, unsandboxed, or its directory) lies inside a
+/// directory `grant` lets the tool write. The sandbox refuses writes to what hooks run, but a
+/// script inside a writable tree is one mistake away from running what a tool wrote.
 pub fn hook_script_warning(grant: &EffectiveGrant, script: &Path) -> Option<String> {
     let dir = grant.dirs.iter().find(|d| d.writable && script.starts_with(&d.path))?;
     Some(format!(
-        "hook script {} lies inside {}, which it may write: toolhost refuses writes to hook scripts, but keep \
-         them outside writable grants",
+        "hook script {} lies inside {}, which it may write: toolhost refuses writes to what hooks run, but keep \
+         hook scripts outside writable grants",
         script.display(),
         dir.path.display()
     ))

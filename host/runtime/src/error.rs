@@ -149,6 +149,11 @@ pub enum SettingError {
     /// A `[tls] ca_files` entry holds no usable certificate.
     #[error("tls.ca_files: {0}")]
     CaFileInvalid(String),
+    /// A hook whose files cannot be protected from tools: its command cannot be analysed, or
+    /// it runs a file at the workspace root, or its `files` list the workspace (the message
+    /// says which, and the ways out).
+    #[error("{0}")]
+    Hook(toolhost_policy::HookError),
     /// A path pattern of files other programs run does not compile.
     #[error("{setting}: {error}")]
     Pattern {

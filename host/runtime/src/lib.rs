@@ -68,7 +68,6 @@ pub use hooks::{HookEvent, HookInput, HookResponse, Hooks};
 pub use loader::{Inspection, Origin, ToolInfo, ToolSource, inspect};
 pub use outcome::OutcomeKind;
 pub use permission::{AskAnswer, AskRequest, PermissionDecider};
-pub use pinning::hook_scripts;
 pub use result::{ContentBlock, ImageSource, ToolResult};
 pub use runtime::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
 pub use schedule::{Hold, Running, Scheduler, Ticket};

@@ -66,34 +66,6 @@ fn open_dir(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new().read(true).custom_flags(flags.bits() as i32).open(path)
 }
 
-/// Files a hook command runs: each word of it (after `$CLAUDE_PROJECT_DIR` and
-/// `$TOOLHOST_WORKSPACE` are replaced) that names an existing file, or that contains a `/`
-/// (a path, whether or not it exists yet), relative to the workspace (the hooks' working
-/// directory) or absolute.
-pub fn hook_scripts(command: &str, workspace: &Path) -> Vec<PathBuf> {
-    let ws = workspace.display().to_string();
-    let expanded = ["${CLAUDE_PROJECT_DIR}", "$CLAUDE_PROJECT_DIR", "${TOOLHOST_WORKSPACE}", "$TOOLHOST_WORKSPACE"]
-        .iter()
-        .fold(command.to_string(), |c, var| c.replace(var, &ws));
-    expanded
-        .split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|' || c == '(' || c == ')')
-        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
-        .filter(|w| !w.is_empty() && !w.starts_with('-'))
-        // A word with a `/` is a path even when nothing is there yet: a tool must not be able
-        // to create the script a hook will run.
-        .filter_map(|w| {
-            let p = workspace.join(w);
-            if p.is_file() {
-                p.canonicalize().ok()
-            } else if w.contains('/') {
-                Some(toolhost_policy::normalize(&p))
-            } else {
-                None
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,21 +90,5 @@ mod tests {
         let ok = pin_dirs(&[dir("alias")], &grant("alias"), &ceiling, &ws_path).unwrap();
         assert_eq!(ok[0].guest, ws_path.join("alias").display().to_string());
         assert_eq!(ok[0].host, ws_path.join("real"));
-    }
-
-    #[test]
-    fn hook_commands_name_their_scripts() {
-        let ws = tempfile::tempdir().unwrap();
-        let ws_path = ws.path().canonicalize().unwrap();
-        std::fs::create_dir(ws_path.join("scripts")).unwrap();
-        std::fs::write(ws_path.join("scripts/guard.sh"), "").unwrap();
-        std::fs::write(ws_path.join("hook.py"), "").unwrap();
-        let want = vec![ws_path.join("scripts/guard.sh")];
-        assert_eq!(hook_scripts("./scripts/guard.sh --strict", &ws_path), want);
-        assert_eq!(hook_scripts("sh \"$CLAUDE_PROJECT_DIR/scripts/guard.sh\"", &ws_path), want);
-        assert_eq!(hook_scripts("python3 hook.py && true", &ws_path), vec![ws_path.join("hook.py")]);
-        assert!(hook_scripts("jq -r .tool_name", &ws_path).is_empty());
-        // Not there yet: still protected, so no tool can create it.
-        assert_eq!(hook_scripts("./hooks/missing.sh", &ws_path), vec![ws_path.join("hooks/missing.sh")]);
     }
 }

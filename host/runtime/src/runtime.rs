@@ -9,7 +9,7 @@ use crate::fsguard::Preopen;
 use crate::hooks::{CommandHooks, Hooks};
 use crate::loader::{self, Origin, ToolInfo, ToolSource};
 use crate::permission::{PermissionDecider, Permissions};
-use crate::pinning::{hook_scripts, pin_dirs};
+use crate::pinning::pin_dirs;
 use crate::schedule::Scheduler;
 use crate::spill::SpillDir;
 use std::collections::BTreeMap;
@@ -244,7 +244,8 @@ impl RuntimeBuilder {
     ///
     /// [`Error::Workspace`] if the workspace does not exist; [`Error::Engine`] if the engine
     /// cannot be built; [`Error::Config`] if a `[tls] ca_files` entry is unreadable or holds
-    /// no certificate.
+    /// no certificate, or ([`SettingError::Hook`]) if what a hook runs cannot be protected
+    /// from tools (its command cannot be analysed, it runs a file at the workspace root).
     pub fn build(self) -> Result<Runtime> {
         let ws = self.workspace.unwrap_or_else(|| PathBuf::from("."));
         let workspace = ws
@@ -625,7 +626,9 @@ impl Runtime {
         let grant_inside_workspace =
             effective.net.is_empty() && effective.dirs.iter().all(|d| d.path.starts_with(&self.workspace));
         let mut warnings = toolhost_policy::grant_warnings(&effective, &self.workspace);
-        warnings.extend(self.hook_scripts().iter().filter_map(|s| toolhost_policy::hook_script_warning(&effective, s)));
+        warnings.extend(
+            self.protected_hook_paths().iter().filter_map(|s| toolhost_policy::hook_script_warning(&effective, s)),
+        );
         let context_namespace: Arc<str> =
             Arc::from(source.context_namespace.clone().unwrap_or_else(|| crate::session::tool_namespace(&name)));
         let tool = LoadedTool {
@@ -655,10 +658,27 @@ impl Runtime {
 }
 
 impl Runtime {
-    /// The files the config's hook commands run (see [`hook_scripts`]).
-    fn hook_scripts(&self) -> Vec<PathBuf> {
-        self.config.hooks.all().flat_map(|h| hook_scripts(h.command.get_ref(), &self.workspace)).collect()
+    /// The paths protected for the config's hooks (checked when the runtime was built).
+    fn protected_hook_paths(&self) -> Vec<PathBuf> {
+        hook_paths(&self.config, &self.workspace).unwrap_or_default()
     }
+}
+
+/// The paths to protect so that no tool changes what a hook runs: the directories of the files
+/// each hook command runs, or the files its `files` key lists (see
+/// [`toolhost_policy::hook_protected_paths`]).
+///
+/// `~` and `$HOME` are this process's `HOME`: hooks inherit this process's environment, so that
+/// is what they stand for when a hook runs.
+fn hook_paths(config: &Config, workspace: &Path) -> Result<Vec<PathBuf>> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let mut paths = Vec::new();
+    for hook in config.hooks.all() {
+        let protected = toolhost_policy::hook_protected_paths(hook, workspace, home.as_deref())
+            .map_err(|e| Error::Config(SettingError::Hook(e)))?;
+        paths.extend(protected);
+    }
+    Ok(paths)
 }
 
 /// Tools whose path deny rules apply to every tool inside the sandbox (as in Claude Code,
@@ -688,10 +708,8 @@ fn base_policy(
         // would make every read of every call pay for a check.
         policy.protect(cache.dir().to_path_buf(), "toolhost's compile cache", false);
     }
-    for hook in config.hooks.all() {
-        for script in hook_scripts(hook.command.get_ref(), workspace) {
-            policy.protect(script, "a hook script (hooks run unsandboxed)", false);
-        }
+    for path in hook_paths(config, workspace)? {
+        policy.protect(path, "a hook script or its directory (hooks run unsandboxed)", false);
     }
     for file in config.tls.ca_files() {
         policy.protect(real_or_as_is(&file), "a certificate authority the tools' HTTPS trusts", false);

@@ -103,7 +103,11 @@ impl CheckCommand {
             }
         }
 
-        for warning in broad_grants(&config, &tools, &workspace) {
+        // As the runtime does: a hook whose files cannot be protected from tools is an error.
+        let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+        errors.extend(config.hook_errors(&workspace, home.as_deref()));
+
+        for warning in broad_grants(&config, &tools, &workspace, home.as_deref()) {
             eprintln!("{warning}");
         }
 
@@ -249,7 +253,12 @@ async fn find_tools(
 /// A warning line (`FILE:LINE:COLUMN: warning: tools.NAME.grant: …`) for every configured
 /// grant broader than an operator usually means, as the tool would get it, and for hook
 /// scripts inside a directory some tool may write (the default grant included).
-fn broad_grants(config: &Config, tools: &BTreeMap<String, Found>, workspace: &Path) -> Vec<String> {
+fn broad_grants(
+    config: &Config,
+    tools: &BTreeMap<String, Found>,
+    workspace: &Path,
+    home: Option<&Path>,
+) -> Vec<String> {
     let warn = |e: ConfigError| format!("{}:{}:{}: warning: {}", e.file.display(), e.line, e.column, e.message);
     let mut lines = Vec::new();
     // Each script with the position of the command that runs it.
@@ -258,7 +267,11 @@ fn broad_grants(config: &Config, tools: &BTreeMap<String, Found>, workspace: &Pa
         .all()
         .flat_map(|hook| {
             let at = hook.command.span().start;
-            toolhost::hook_scripts(hook.command.get_ref(), workspace).into_iter().map(move |s| (s, at))
+            // A hook whose paths cannot be protected is an error already.
+            toolhost::policy::hook_protected_paths(hook, workspace, home)
+                .unwrap_or_default()
+                .into_iter()
+                .map(move |s| (s, at))
         })
         .collect();
     let mut warned_scripts = std::collections::BTreeSet::new();

@@ -295,6 +295,11 @@ impl Checker<'_> {
                 {
                     self.error(t.span().start, format!("hooks.{key}[{i}].timeout_ms: must be at least 1"));
                 }
+                for (j, f) in hook.files.iter().flatten().enumerate() {
+                    if f.get_ref().as_os_str().is_empty() {
+                        self.error(f.span().start, format!("hooks.{key}[{i}].files[{j}]: empty path"));
+                    }
+                }
             }
         }
     }
@@ -305,6 +310,28 @@ impl Checker<'_> {
                 self.error(value.span().start, format!("{table}.{key}: must be at least 1, got {}", value.get_ref()));
             }
         }
+    }
+}
+
+impl Config {
+    /// Every hook whose files cannot be protected in `workspace` (see
+    /// [`crate::hook_protected_paths`]; `home` is what `~` and `$HOME` stand for): a command
+    /// that cannot be analysed and has no `files`, a file it runs at the workspace root, a
+    /// `files` entry that is the workspace or above it. Each error is at the hook's `command`
+    /// (or at the `files` entry), and says how to fix it.
+    pub fn hook_errors(&self, workspace: &Path, home: Option<&Path>) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        for (key, i, hook) in self.hooks.indexed() {
+            let Err(e) = crate::hook_protected_paths(hook, workspace, home) else { continue };
+            let at = match (&e, &hook.files) {
+                (crate::HookError::ListedTooWide { index, .. }, Some(files)) => {
+                    (files[*index].span().start, format!("hooks.{key}[{i}].files[{index}]"))
+                }
+                _ => (hook.command.span().start, format!("hooks.{key}[{i}].command")),
+            };
+            errors.push(self.error_at(at.0, format!("{}: {e}", at.1)));
+        }
+        errors
     }
 }
 

@@ -188,6 +188,17 @@ impl HooksConfig {
     pub fn all(&self) -> impl Iterator<Item = &HookConfig> {
         self.pre_tool_use.iter().chain(&self.post_tool_use).chain(&self.post_tool_use_failure)
     }
+
+    /// Every hook with its event's key (`pre_tool_use`, …) and its index there.
+    pub fn indexed(&self) -> impl Iterator<Item = (&'static str, usize, &HookConfig)> {
+        [
+            ("pre_tool_use", &self.pre_tool_use),
+            ("post_tool_use", &self.post_tool_use),
+            ("post_tool_use_failure", &self.post_tool_use_failure),
+        ]
+        .into_iter()
+        .flat_map(|(key, hooks)| hooks.iter().enumerate().map(move |(i, h)| (key, i, h)))
+    }
 }
 
 /// One command hook.
@@ -199,6 +210,11 @@ pub struct HookConfig {
     pub matcher: Option<Spanned<HookMatcher>>,
     /// A shell command, run by `sh -c` in the workspace.
     pub command: Spanned<String>,
+    /// The files the command runs (workspace-relative unless absolute; a directory covers
+    /// everything in it). When present, exactly these are protected from tools and the command
+    /// need not be analysable; when absent, the command is analysed and the directory of each
+    /// file it runs is protected (see [`crate::hook_protected_paths`]).
+    pub files: Option<Vec<Spanned<PathBuf>>>,
     /// How long it may run (default 60 000).
     pub timeout_ms: Option<Spanned<i64>>,
 }
@@ -861,5 +877,45 @@ matcher = "Read"
             &errors("[tools.A]\nallow_private_network = \"yes\"\n\n[limits]\nallow_private_network = true\n"),
             &[(2, 25, "tools.A.allow_private_network: invalid type"), (5, 1, "limits.allow_private_network: unknown")],
         );
+    }
+
+    #[test]
+    fn hooks_whose_files_cannot_be_protected_are_errors_at_their_command() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        std::fs::write(ws.join("guard.sh"), "").unwrap();
+        let text = r#"[[hooks.pre_tool_use]]
+command = "cd hooks && sh guard.sh"
+
+[[hooks.pre_tool_use]]
+command = "sh guard.sh"
+
+[[hooks.post_tool_use]]
+command = "make check"
+files = ["Makefile", "."]
+
+[[hooks.post_tool_use]]
+command = "cd hooks && sh guard.sh"
+files = ["hooks/guard.sh"]
+
+[[hooks.post_tool_use_failure]]
+command = "sh hooks/guard.sh"
+files = [""]
+"#;
+        let config = parse(text).unwrap_err();
+        assert_eq!((config.line, config.column), (17, 10), "{config}");
+        assert!(config.message.starts_with("hooks.post_tool_use_failure[0].files[0]: empty path"), "{config}");
+        let config = Config::parse(&text.replace("files = [\"\"]", ""), Path::new("toolhost.toml")).unwrap();
+        let got: Vec<(usize, usize, String)> =
+            config.hook_errors(&ws, None).into_iter().map(|e| (e.line, e.column, e.message)).collect();
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert_eq!((got[0].0, got[0].1), (2, 11));
+        assert!(
+            got[0].2.starts_with("hooks.pre_tool_use[0].command: hook [cd hooks && sh guard.sh] cannot be analysed"),
+            "{got:?}"
+        );
+        assert_eq!((got[1].0, got[1].1), (5, 11));
+        assert!(got[1].2.contains("whose directory"), "{got:?}");
+        assert_eq!((got[2].0, got[2].1, got[2].2.contains("files[1] = \".\"")), (9, 22, true), "{got:?}");
     }
 }

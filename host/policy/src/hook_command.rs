@@ -1,0 +1,353 @@
+//! # Which files a hook command runs
+//!
+//! Hooks run on the host, unsandboxed, by `sh -c COMMAND` in the workspace. Whatever file a
+//! hook runs must be out of every tool's reach, or a tool that may write it gets code run
+//! outside its sandbox. This module reads a command as `sh` does (words and quotes by
+//! `shlex`, operators and redirections by us) and says which files it runs, or why that
+//! cannot be told from the text ([`Unanalysable`]): a `cd`, a nested command string, a
+//! variable, a program that runs what its working directory (the workspace) holds.
+//!
+//! [`hook_protected_paths`] turns a configured hook into the paths to protect: the whole
+//! directory of each file it runs (interpreters load the files beside a script: Python
+//! imports, `source lib.sh`, `require`), or exactly the files its `files` key lists. A
+//! directory that is the workspace or above it would leave nothing writable: that is a
+//! [`HookError`], as is a command that cannot be analysed. Both name the two ways out: a
+//! script by an absolute path outside the workspace, or a `files` list.
+//!
+//! ## Example
+//!
+//! ```
+//! use std::path::Path;
+//! use toolhost_policy::analyse_hook_command;
+//!
+//! let ws = Path::new("/w");
+//! let runs = analyse_hook_command(r#""$CLAUDE_PROJECT_DIR"/.hooks/guard.sh"#, ws, None).unwrap();
+//! assert_eq!(runs.files, [Path::new("/w/.hooks/guard.sh")]);
+//!
+//! let err = analyse_hook_command("cd hooks && sh guard.sh", ws, None).unwrap_err();
+//! assert_eq!(err.to_string(), "`cd` changes what relative paths name");
+//! ```
+
+mod analyse;
+mod lex;
+#[cfg(test)]
+mod tests;
+
+use crate::config::HookConfig;
+use crate::normalize;
+use analyse::{Analysis, has_script_extension, simple_commands};
+use lex::Expansions;
+use std::path::{Path, PathBuf};
+
+/// What a hook command runs, as far as its text tells: absolute, normalised paths.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookRuns {
+    /// Files it names: scripts, the program when given by a path, any argument that names an
+    /// existing file or holds a `/`, files it reads on stdin. The directory of each is loaded
+    /// from too (imports, `source`), so it is what is protected.
+    pub files: Vec<PathBuf>,
+    /// Directories it loads from as a whole: a directory named as an argument (`python3
+    /// hooks/pkg`, `PYTHONPATH=lib`), the `node_modules` a Node script's packages are looked
+    /// up in.
+    pub dirs: Vec<PathBuf>,
+}
+
+/// Why the files a hook command runs cannot be told from its text. `Display` is the reason,
+/// as a clause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unanalysable {
+    /// `cd`, `pushd`, `popd`, `env -C`.
+    #[error("`{0}` changes what relative paths name")]
+    ChangesDirectory(String),
+    /// `source FILE`, `. FILE`.
+    #[error("`{0}` runs a file inside the hook's own shell, where what it defines and changes is not followed")]
+    Source(String),
+    /// `eval`, `trap`, `alias`, `env -S`: a string that becomes commands.
+    #[error("`{0}` turns a string into commands, which are not followed")]
+    Eval(String),
+    /// `sh -c`, `python3 -c`, `node -e`: a nested command string.
+    #[error("`{program} {flag}` runs a nested command string, which is not followed")]
+    Nested {
+        /// The interpreter.
+        program: String,
+        /// The flag.
+        flag: String,
+    },
+    /// `python3 -m MODULE`: a module found through the working directory.
+    #[error("`{0} -m` runs a module looked up from the working directory (the workspace)")]
+    Module(String),
+    /// `node -r PACKAGE`: a package found through the working directory.
+    #[error("`{program}` preloads the package {package:?}, looked up from the working directory (the workspace)")]
+    Package {
+        /// The interpreter.
+        program: String,
+        /// The package.
+        package: String,
+    },
+    /// An interpreter with no script file (it reads its program from stdin).
+    #[error("`{0}` runs no script file (it would read its program from stdin)")]
+    NoScript(String),
+    /// `make`, `npm`, `cargo`, `pytest`, …: programs that run what their working directory
+    /// holds (build files, package scripts, configs, tests).
+    #[error(
+        "`{0}` runs what its working directory (the workspace) holds (build files, package scripts, configs or tests)"
+    )]
+    Runner(String),
+    /// `xargs`, `find -exec`: commands built from input.
+    #[error("`{0}` runs commands built from its input or from files it finds")]
+    FromInput(String),
+    /// `if`, `for`, `while`, `case`, `function`, …
+    #[error("`{0}` starts a control structure, whose commands are not followed")]
+    Control(String),
+    /// `( … )` (and `name() …`).
+    #[error("`( … )` runs a subshell")]
+    Subshell,
+    /// `{ … }`.
+    #[error("`{{ … }}` groups commands, which are not followed")]
+    Group,
+    /// `$(…)`, backticks, `<(…)`.
+    #[error("`{0}` runs a command whose output becomes part of the command")]
+    CommandSubstitution(&'static str),
+    /// Any variable but the workspace's and `$HOME`, and `~user`.
+    #[error(
+        "`{0}` is not known until the hook runs (only $CLAUDE_PROJECT_DIR, $TOOLHOST_WORKSPACE, $HOME and ~ are \
+         expanded)"
+    )]
+    Variable(String),
+    /// `PATH=…`: changes which programs the names stand for.
+    #[error("setting PATH changes which programs the command's names run")]
+    SetsPath,
+    /// `~` or `$HOME` with no home directory known.
+    #[error("`~` and $HOME name the home directory, which is not known here (HOME is not set)")]
+    NoHome,
+    /// The workspace or home path is not UTF-8.
+    #[error("the workspace or home path is not UTF-8")]
+    NotUtf8,
+    /// An unquoted expansion that the shell would split or expand as a pattern.
+    #[error(
+        "unquoted `{name}` is split at the blanks (or expanded as a pattern) in its value {value:?}; quote it, as \
+         in \"$CLAUDE_PROJECT_DIR\"/hooks/guard.sh"
+    )]
+    Split {
+        /// The variable.
+        name: String,
+        /// Its value.
+        value: String,
+    },
+    /// `*`, `?`, `[…]` outside quotes.
+    #[error("`{0}` is a pattern: which files it names is known only when the hook runs")]
+    Pattern(String),
+    /// `<<`, `<<<`.
+    #[error("a here-document feeds the command text that is not followed")]
+    HereDocument,
+    /// A redirection with no file after it.
+    #[error("a redirection has no file after it")]
+    Redirection,
+    /// A quote or a backslash left open.
+    #[error("a quote or a backslash is left open")]
+    Unterminated,
+}
+
+pub(crate) use Unanalysable as Reason;
+
+/// A hook whose files cannot be protected: its `Display` names the hook, says why, and says
+/// how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HookError {
+    /// The command cannot be analysed (and the hook has no `files`).
+    #[error(
+        "hook [{command}] cannot be analysed: {reason}; toolhost cannot tell which files it runs, so a tool could \
+         rewrite them. Either run a script by an absolute path outside the workspace, or list the files it runs: \
+         files = [{}]",
+        files_list(.suggested)
+    )]
+    Unanalysable {
+        /// The command.
+        command: String,
+        /// Why.
+        reason: Unanalysable,
+        /// The files it seems to run, workspace-relative, for the message.
+        suggested: Vec<String>,
+    },
+    /// A file the command runs sits at the workspace root (or above): protecting its
+    /// directory would protect the whole workspace.
+    #[error(
+        "hook [{command}] runs {file}, whose directory {dir} is the workspace or above it: toolhost protects the whole \
+         directory of every file a hook runs (interpreters load the files beside it), and protecting {dir} would \
+         leave nothing in the workspace writable. Move it into a directory of its own (as hooks/{name}), run it by an \
+         absolute path outside the workspace, or list the files it runs: files = [{}]",
+        files_list(std::slice::from_ref(.suggested)),
+        file = .file.display(),
+        dir = .dir.display()
+    )]
+    AtWorkspaceRoot {
+        /// The command.
+        command: String,
+        /// The file (or directory) it runs.
+        file: PathBuf,
+        /// The directory that would be protected.
+        dir: PathBuf,
+        /// The file's name.
+        name: String,
+        /// The file, workspace-relative when inside it.
+        suggested: String,
+    },
+    /// A `files` entry is the workspace or above it.
+    #[error(
+        "hook [{command}]: files[{index}] = {path:?} is the workspace or a directory above it; protecting it would \
+         leave nothing in the workspace writable. List the hook's own files (as files = [\"hooks/guard.sh\"]), or \
+         run a script by an absolute path outside the workspace"
+    )]
+    ListedTooWide {
+        /// The command.
+        command: String,
+        /// The entry's index in `files`.
+        index: usize,
+        /// The entry as written.
+        path: String,
+    },
+}
+
+fn files_list(files: &[String]) -> String {
+    if files.is_empty() {
+        return "\"path/to/script\", …".to_string();
+    }
+    files.iter().map(|f| format!("{f:?}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The files `command` runs, for a hook run by `sh -c` in `workspace` with
+/// `$CLAUDE_PROJECT_DIR` and `$TOOLHOST_WORKSPACE` set to it; `home` is what `~` and `$HOME`
+/// stand for. Relative paths are relative to `workspace`, which should be canonical. Reads the
+/// file system only to tell whether a word without a `/` names a file there.
+///
+/// # Errors
+///
+/// [`Unanalysable`], with the first reason found.
+pub fn analyse_hook_command(command: &str, workspace: &Path, home: Option<&Path>) -> Result<HookRuns, Unanalysable> {
+    let ex = Expansions { workspace, home };
+    let commands = simple_commands(lex::tokens(command, &ex)?)?;
+    let mut analysis = Analysis { workspace, runs: HookRuns::default() };
+    for c in &commands {
+        analysis.simple(c)?;
+    }
+    let mut runs = analysis.runs;
+    dedup(&mut runs.files);
+    dedup(&mut runs.dirs);
+    Ok(runs)
+}
+
+/// The paths to protect so that no tool can change what `hook` runs: with a `files` key,
+/// exactly those (workspace-relative unless absolute; also their real paths); without, the
+/// directory of each file its command runs ([`analyse_hook_command`]) and each directory it
+/// loads from, at their lexical and real paths.
+///
+/// # Errors
+///
+/// [`HookError::Unanalysable`] when there is no `files` key and the command cannot be
+/// analysed; [`HookError::AtWorkspaceRoot`] when a directory to protect is the workspace or
+/// above it; [`HookError::ListedTooWide`] when a `files` entry is.
+pub fn hook_protected_paths(
+    hook: &HookConfig,
+    workspace: &Path,
+    home: Option<&Path>,
+) -> Result<Vec<PathBuf>, HookError> {
+    let command = hook.command.get_ref();
+    let mut out = Vec::new();
+    if let Some(files) = &hook.files {
+        for (index, f) in files.iter().enumerate() {
+            let path = normalize(&workspace.join(f.get_ref()));
+            for p in std::iter::once(path.clone()).chain(path.canonicalize().ok()) {
+                if workspace.starts_with(&p) {
+                    let path = f.get_ref().display().to_string();
+                    return Err(HookError::ListedTooWide { command: command.clone(), index, path });
+                }
+                out.push(p);
+            }
+        }
+        dedup(&mut out);
+        return Ok(out);
+    }
+    let runs = analyse_hook_command(command, workspace, home).map_err(|reason| HookError::Unanalysable {
+        command: command.clone(),
+        reason,
+        suggested: suggest(command, workspace, home),
+    })?;
+    let too_wide = |file: &Path, dir: &Path| HookError::AtWorkspaceRoot {
+        command: command.clone(),
+        file: file.to_path_buf(),
+        dir: dir.to_path_buf(),
+        name: file.file_name().map_or_else(|| "script".into(), |n| n.to_string_lossy().into_owned()),
+        suggested: relative(file, workspace),
+    };
+    for file in &runs.files {
+        // The file's directory, lexically and really (a linked file or directory runs what
+        // the link names).
+        let lexical = file.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let real_file_dir = file.canonicalize().ok().and_then(|r| r.parent().map(Path::to_path_buf));
+        let real_dir = lexical.canonicalize().ok();
+        for dir in std::iter::once(lexical).chain(real_file_dir).chain(real_dir) {
+            if workspace.starts_with(&dir) {
+                return Err(too_wide(file, &dir));
+            }
+            out.push(dir);
+        }
+    }
+    for dir in &runs.dirs {
+        for d in std::iter::once(dir.clone()).chain(dir.canonicalize().ok()) {
+            if workspace.starts_with(&d) {
+                return Err(too_wide(dir, &d));
+            }
+            out.push(d);
+        }
+    }
+    dedup(&mut out);
+    Ok(out)
+}
+
+fn dedup(paths: &mut Vec<PathBuf>) {
+    let mut seen = std::collections::BTreeSet::new();
+    paths.retain(|p| seen.insert(p.clone()));
+}
+
+/// `path` relative to `workspace` when inside it, else as it is.
+fn relative(path: &Path, workspace: &Path) -> String {
+    path.strip_prefix(workspace).unwrap_or(path).display().to_string()
+}
+
+/// Best effort, for an error message: the files a command that cannot be analysed seems to
+/// run, workspace-relative (following `cd DIR`; `-m MODULE` as `MODULE.py`).
+fn suggest(command: &str, workspace: &Path, home: Option<&Path>) -> Vec<String> {
+    let ex = Expansions { workspace, home };
+    let Ok(commands) = lex::tokens(command, &ex).and_then(simple_commands) else { return Vec::new() };
+    let mut cwd = workspace.to_path_buf();
+    let mut out = Vec::new();
+    for c in &commands {
+        let words: Vec<&str> = c.words.iter().map(|w| w.text.as_str()).collect();
+        if let ["cd" | "pushd", dir] = words.as_slice() {
+            cwd = normalize(&cwd.join(dir));
+            continue;
+        }
+        let mut module = false;
+        for w in words.iter().skip(1) {
+            let path = if module {
+                module = false;
+                format!("{}.py", w.replace('.', "/"))
+            } else if *w == "-m" {
+                module = true;
+                continue;
+            } else if !w.starts_with('-') && (w.contains('/') || has_script_extension(w)) {
+                w.to_string()
+            } else {
+                continue;
+            };
+            let path = normalize(&cwd.join(path));
+            if path.starts_with(workspace) && path != workspace {
+                out.push(relative(&path, workspace));
+            }
+        }
+    }
+    out.dedup();
+    out
+}

@@ -1,0 +1,261 @@
+use super::*;
+use toml::Spanned;
+
+/// A workspace with `hooks/guard.sh`, `hooks/guard.py`, `hook.py` (at the root) and `lib/`.
+fn workspace() -> (tempfile::TempDir, PathBuf) {
+    workspace_named("ws")
+}
+
+fn workspace_named(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap().join(name);
+    std::fs::create_dir_all(ws.join("hooks")).unwrap();
+    std::fs::create_dir_all(ws.join("lib")).unwrap();
+    std::fs::create_dir_all(ws.join("scripts")).unwrap();
+    for f in ["hooks/guard.sh", "hooks/guard.py", "hooks/guard.js", "hook.py", "scripts/guard.sh"] {
+        std::fs::write(ws.join(f), "").unwrap();
+    }
+    (dir, ws)
+}
+
+const HOME: &str = "/home/u";
+
+fn analyse(command: &str, ws: &Path) -> Result<HookRuns, Unanalysable> {
+    analyse_hook_command(command, ws, Some(Path::new(HOME)))
+}
+
+#[test]
+fn commands_name_the_files_they_run() {
+    let (_d, ws) = workspace();
+    let w = |p: &str| ws.join(p);
+    let h = |p: &str| Path::new(HOME).join(p);
+    let cases: Vec<(&str, Vec<PathBuf>)> = vec![
+        // As before (pinning.rs's tests).
+        ("./scripts/guard.sh --strict", vec![w("scripts/guard.sh")]),
+        ("sh \"$CLAUDE_PROJECT_DIR/scripts/guard.sh\"", vec![w("scripts/guard.sh")]),
+        ("python3 hook.py && true", vec![w("hook.py")]),
+        ("jq -r .tool_name", vec![]),
+        ("./hooks/missing.sh", vec![w("hooks/missing.sh")]),
+        // Claude Code's documented form: a quoted variable glued to an unquoted path.
+        ("\"$CLAUDE_PROJECT_DIR\"/.hooks/guard.sh", vec![w(".hooks/guard.sh")]),
+        ("\"${CLAUDE_PROJECT_DIR}\"/hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        ("sh \"$TOOLHOST_WORKSPACE\"/hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        ("sh \"${TOOLHOST_WORKSPACE}/hooks/guard.sh\"", vec![w("hooks/guard.sh")]),
+        ("sh \"my hooks/guard.sh\"", vec![w("my hooks/guard.sh")]),
+        ("sh 'my hooks/guard.sh'", vec![w("my hooks/guard.sh")]),
+        ("sh my\\ hooks/guard.sh", vec![w("my hooks/guard.sh")]),
+        ("sh hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        // A script without a `/` is still run from the working directory.
+        ("sh guard.sh", vec![w("guard.sh")]),
+        ("bash -e -o pipefail hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        ("python3 -u hooks/guard.py --strict", vec![w("hooks/guard.py")]),
+        ("python3 -W ignore hooks/guard.py", vec![w("hooks/guard.py")]),
+        ("~/x.sh", vec![h("x.sh")]),
+        ("sh ~/hooks/x.sh", vec![h("hooks/x.sh")]),
+        ("sh \"$HOME/hooks/x.sh\"", vec![h("hooks/x.sh")]),
+        ("${CLAUDE_PROJECT_DIR}/hooks/x", vec![w("hooks/x")]),
+        ("FOO=1 sh hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        ("env sh hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        ("env -i FOO=1 sh hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        ("exec sh hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        ("timeout 5 sh hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        ("nice -n 5 ./hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        ("! sh hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        ("sh < hooks/guard.sh", vec![w("hooks/guard.sh")]),
+        // Operators glued to words, redirections.
+        ("sh hooks/guard.sh;true", vec![w("hooks/guard.sh")]),
+        ("true&&sh hooks/guard.sh||exit 2", vec![w("hooks/guard.sh")]),
+        ("sh hooks/guard.sh 2>&1 | tee /dev/null", vec![w("hooks/guard.sh"), PathBuf::from("/dev/null")]),
+        ("sh hooks/guard.sh >&2", vec![w("hooks/guard.sh")]),
+        ("sh hooks/guard.sh > out.log 2>> err.log", vec![w("hooks/guard.sh")]),
+        ("sh hooks/guard.sh\nsh scripts/guard.sh &", vec![w("hooks/guard.sh"), w("scripts/guard.sh")]),
+        ("sh hooks/guard.sh # runs hooks/other.sh", vec![w("hooks/guard.sh")]),
+        // Commands without files.
+        ("cat > /dev/null; echo x >&2; exit 2", vec![]),
+        ("touch pwned", vec![]),
+        ("true", vec![]),
+        ("echo \"exit $?\" >&2", vec![]),
+        ("jq -e '.tool_input.file_path | test(\"lock$\")'", vec![]),
+        ("node hooks/guard.js", vec![w("hooks/guard.js")]),
+        ("deno run hooks/guard.js", vec![w("hooks/guard.js")]),
+        ("perl hooks/guard.pl", vec![w("hooks/guard.pl")]),
+        ("jq -f hooks/filter.jq", vec![w("hooks/filter.jq")]),
+        ("tool --config=hooks/conf.toml", vec![w("hooks/conf.toml")]),
+    ];
+    for (command, want) in cases {
+        let runs = analyse(command, &ws).unwrap_or_else(|e| panic!("{command}: {e}"));
+        assert_eq!(runs.files, want, "{command}");
+    }
+}
+
+#[test]
+fn directories_loaded_from_are_named() {
+    let (_d, ws) = workspace();
+    assert_eq!(analyse("PYTHONPATH=lib python3 hooks/guard.py", &ws).unwrap().dirs, [ws.join("lib")]);
+    assert_eq!(analyse("perl -Ilib hooks/guard.pl", &ws).unwrap().dirs, [ws.join("lib")]);
+    assert_eq!(analyse("python3 hooks/", &ws).unwrap().dirs, [ws.join("hooks")]);
+    let node = analyse("node hooks/guard.js", &ws).unwrap().dirs;
+    assert!(node.contains(&ws.join("hooks/node_modules")) && node.contains(&ws.join("node_modules")), "{node:?}");
+    // The workspace itself is where every hook runs.
+    assert_eq!(analyse("git -C \"$CLAUDE_PROJECT_DIR\" diff --quiet", &ws).unwrap(), HookRuns::default());
+}
+
+#[test]
+fn commands_that_cannot_be_analysed_say_why() {
+    let (_d, ws) = workspace();
+    use Unanalysable as U;
+    let nested = |p: &str, f: &str| U::Nested { program: p.into(), flag: f.into() };
+    let cases: Vec<(&str, Unanalysable)> = vec![
+        ("cd hooks && sh guard.sh", U::ChangesDirectory("cd".into())),
+        ("pushd hooks; sh guard.sh", U::ChangesDirectory("pushd".into())),
+        ("env -C hooks sh guard.sh", U::ChangesDirectory("env -C".into())),
+        ("python3 -m guard", U::Module("python3".into())),
+        ("python3 -um guard", U::Module("python3".into())),
+        ("source hooks/lib.sh", U::Source("source".into())),
+        (". hooks/lib.sh", U::Source(".".into())),
+        ("eval \"sh hooks/guard.sh\"", U::Eval("eval".into())),
+        ("env -S 'sh hooks/guard.sh'", U::Eval("env -S".into())),
+        ("sh -c 'sh guard.sh'", nested("sh", "-c")),
+        ("bash -ec 'x'", nested("bash", "-c")),
+        ("exec bash -c x", nested("bash", "-c")),
+        ("python3 -c 'import guard'", nested("python3", "-c")),
+        ("node -e 'require(\"./x\")'", nested("node", "-e")),
+        ("perl -ne 'print'", nested("perl", "-e")),
+        (
+            "node -r ./hooks/x.js -r dotenv hooks/guard.js",
+            U::Package { program: "node".into(), package: "dotenv".into() },
+        ),
+        ("sh $(cat hooks/which)", U::CommandSubstitution("$(…)")),
+        ("sh \"$(cat hooks/which)\"", U::CommandSubstitution("$(…)")),
+        ("sh `cat hooks/which`", U::CommandSubstitution("`…`")),
+        ("diff <(sort a) b", U::CommandSubstitution("<(…)")),
+        ("(sh hooks/guard.sh)", U::Subshell),
+        ("{ sh hooks/guard.sh; }", U::Group),
+        ("sh $SCRIPT", U::Variable("$SCRIPT".into())),
+        ("sh \"${SCRIPT}\"", U::Variable("$SCRIPT".into())),
+        ("sh ${CLAUDE_PROJECT_DIR:-.}/x.sh", U::Variable("${CLAUDE_PROJECT_DIR:-.}".into())),
+        ("sh \"$1\"", U::Variable("$1".into())),
+        ("sh ~other/x.sh", U::Variable("~other/x.sh".into())),
+        ("if true; then sh hooks/guard.sh; fi", U::Control("if".into())),
+        ("for f in hooks/a.sh; do true; done", U::Control("for".into())),
+        ("while true; do :; done", U::Control("while".into())),
+        ("until false; do :; done", U::Control("until".into())),
+        ("make check", U::Runner("make".into())),
+        ("npm test", U::Runner("npm".into())),
+        ("npx eslint .", U::Runner("npx".into())),
+        ("cargo test", U::Runner("cargo".into())),
+        ("pytest -q", U::Runner("pytest".into())),
+        ("/usr/bin/make -s", U::Runner("make".into())),
+        ("deno task check", U::Runner("deno".into())),
+        ("bun run lint", U::Runner("bun".into())),
+        ("python3", U::NoScript("python3".into())),
+        ("cat hooks/g.sh | sh", U::NoScript("sh".into())),
+        ("node", U::NoScript("node".into())),
+        ("ls | xargs sh", U::FromInput("xargs".into())),
+        ("find hooks -name '*.sh' -exec sh {} \\;", U::FromInput("find -exec".into())),
+        ("PATH=hooks:/usr/bin guard", U::SetsPath),
+        ("export PATH=bin; guard", U::SetsPath),
+        ("sh hooks/*.sh", U::Pattern("hooks/*.sh".into())),
+        ("cat <<EOF\nx\nEOF", U::HereDocument),
+        ("sh 'hooks/guard.sh", U::Unterminated),
+        ("sh hooks/guard.sh >", U::Redirection),
+        ("f() { sh x; }; f", U::Subshell),
+    ];
+    for (command, want) in cases {
+        assert_eq!(analyse(command, &ws).map(|r| r.files), Err(want), "{command}");
+    }
+    // An unquoted expansion of a path with a blank would be split by the shell; quoted, it is not.
+    let (_d, spaced) = workspace_named("my ws");
+    assert!(matches!(analyse("sh $CLAUDE_PROJECT_DIR/hooks/guard.sh", &spaced), Err(U::Split { .. })));
+    let quoted = analyse("\"$CLAUDE_PROJECT_DIR\"/hooks/guard.sh", &spaced).unwrap();
+    assert_eq!(quoted.files, [spaced.join("hooks/guard.sh")]);
+    assert_eq!(analyse_hook_command("sh ~/x.sh", &ws, None), Err(U::NoHome));
+}
+
+fn hook(command: &str, files: Option<&[&str]>) -> HookConfig {
+    HookConfig {
+        matcher: None,
+        command: Spanned::new(0..0, command.to_string()),
+        files: files.map(|f| f.iter().map(|p| Spanned::new(0..0, PathBuf::from(p))).collect()),
+        timeout_ms: None,
+    }
+}
+
+#[test]
+fn the_directory_of_each_file_run_is_protected() {
+    let (_d, ws) = workspace();
+    let home = Some(Path::new(HOME));
+    let protect = |c: &str| hook_protected_paths(&hook(c, None), &ws, home);
+    assert_eq!(protect("\"$CLAUDE_PROJECT_DIR\"/hooks/guard.sh").unwrap(), [ws.join("hooks")]);
+    assert_eq!(protect("sh \"my hooks/guard.sh\"").unwrap(), [ws.join("my hooks")]);
+    assert_eq!(protect("sh /opt/hooks/guard.sh").unwrap(), [PathBuf::from("/opt/hooks")]);
+    assert_eq!(protect("true").unwrap(), Vec::<PathBuf>::new());
+
+    // A script at the root would protect the whole workspace: refused, with the ways out.
+    let err = protect("python3 hook.py").unwrap_err();
+    assert!(matches!(err, HookError::AtWorkspaceRoot { .. }), "{err}");
+    let shown = err.to_string();
+    assert!(shown.starts_with("hook [python3 hook.py] runs "), "{shown}");
+    assert!(shown.contains("hooks/hook.py") && shown.contains("files = [\"hook.py\"]"), "{shown}");
+    assert!(shown.contains("absolute path outside the workspace"), "{shown}");
+    assert!(matches!(protect("sh ../guard.sh").unwrap_err(), HookError::AtWorkspaceRoot { .. }));
+    // Home above the workspace.
+    let inside_home = hook_protected_paths(&hook("sh ~/x.sh", None), &ws, ws.parent());
+    assert!(matches!(inside_home, Err(HookError::AtWorkspaceRoot { .. })), "{inside_home:?}");
+}
+
+#[test]
+fn a_linked_script_protects_its_real_directory_too() {
+    let (_d, ws) = workspace();
+    let out = tempfile::tempdir().unwrap();
+    let real = out.path().canonicalize().unwrap();
+    std::fs::write(real.join("guard.sh"), "").unwrap();
+    std::os::unix::fs::symlink(real.join("guard.sh"), ws.join("hooks/linked.sh")).unwrap();
+    let got = hook_protected_paths(&hook("sh hooks/linked.sh", None), &ws, None).unwrap();
+    assert_eq!(got, [ws.join("hooks"), real.clone()]);
+    // A link to a file at the root is a file at the root.
+    std::os::unix::fs::symlink(ws.join("hook.py"), ws.join("hooks/root.py")).unwrap();
+    let err = hook_protected_paths(&hook("python3 hooks/root.py", None), &ws, None).unwrap_err();
+    assert!(matches!(err, HookError::AtWorkspaceRoot { .. }), "{err}");
+}
+
+#[test]
+fn unanalysable_errors_name_the_ways_out() {
+    let (_d, ws) = workspace();
+    let err = hook_protected_paths(&hook("cd hooks && sh guard.sh", None), &ws, None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "hook [cd hooks && sh guard.sh] cannot be analysed: `cd` changes what relative paths name; toolhost cannot \
+         tell which files it runs, so a tool could rewrite them. Either run a script by an absolute path outside the \
+         workspace, or list the files it runs: files = [\"hooks/guard.sh\"]"
+    );
+    let err = hook_protected_paths(&hook("python3 -m hooks.guard", None), &ws, None).unwrap_err();
+    assert!(err.to_string().ends_with("files = [\"hooks/guard.py\"]"), "{err}");
+    let err = hook_protected_paths(&hook("make check", None), &ws, None).unwrap_err();
+    assert!(err.to_string().ends_with("files = [\"path/to/script\", …]"), "{err}");
+}
+
+#[test]
+fn files_are_protected_exactly_and_need_no_analysis() {
+    let (_d, ws) = workspace();
+    let listed = |c: &str, f: &[&str]| hook_protected_paths(&hook(c, Some(f)), &ws, None);
+    assert_eq!(listed("cd hooks && sh guard.sh", &["hooks/guard.sh"]).unwrap(), [ws.join("hooks/guard.sh")]);
+    assert_eq!(listed("make check", &["Makefile", "/opt/x"]).unwrap(), [ws.join("Makefile"), PathBuf::from("/opt/x")]);
+    assert_eq!(listed("python3 hook.py", &["hook.py"]).unwrap(), [ws.join("hook.py")]);
+    assert_eq!(listed("true", &[]).unwrap(), Vec::<PathBuf>::new());
+    for too_wide in [".", "", "..", "hooks/..", "/"] {
+        let err = listed("make", &["a", too_wide]).unwrap_err();
+        assert!(matches!(err, HookError::ListedTooWide { index: 1, .. }), "{too_wide}: {err}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 2000, ..Default::default() })]
+
+    /// Whatever the text (a config may come with a cloned repository), the analysis answers:
+    /// files, or a reason; it never panics.
+    #[test]
+    fn any_command_is_analysed_or_refused(command in "[a-z $\"'`\\\\/.~*?\\[\\]{}()<>&|;#=\n0-9-]{0,40}") {
+        let _ = analyse_hook_command(&command, Path::new("/nonexistent-ws"), Some(Path::new("/nonexistent-home")));
+    }
+}
