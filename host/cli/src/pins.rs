@@ -65,9 +65,8 @@ impl Subject {
 
 /// The pin store, or why there is none.
 pub fn store() -> Result<PinStore, PinError> {
-    let dir = state_dir().ok_or_else(|| {
-        PinError::StateDir("no HOME, XDG_STATE_HOME or TOOLHOST_STATE_DIR to keep it in".to_string())
-    })?;
+    let dir = state_dir()
+        .ok_or_else(|| PinError::StateDir("no HOME, XDG_STATE_HOME or TOOLHOST_STATE_DIR to keep it in".to_string()))?;
     PinStore::open(&dir)
 }
 

@@ -42,7 +42,11 @@ impl TrustCommand {
                     }
                 }
                 Ok(None) => {
-                    outln!("nothing pinned yet for {} in {} (the next start records it)", subject.shown, path.display());
+                    outln!(
+                        "nothing pinned yet for {} in {} (the next start records it)",
+                        subject.shown,
+                        path.display()
+                    );
                     show(&current, &subject);
                 }
                 Err(e) => outln!("cannot read the pins: {e}"),
@@ -70,7 +74,11 @@ impl TrustCommand {
 /// What pins hold, for people.
 fn show(p: &Pins, subject: &Subject) {
     let s = &p.summary;
-    outln!("  config:     {} ({})", subject.shown, p.config_sha256.as_deref().map_or("none".into(), |d| format!("sha256 {d}")));
+    outln!(
+        "  config:     {} ({})",
+        subject.shown,
+        p.config_sha256.as_deref().map_or("none".into(), |d| format!("sha256 {d}"))
+    );
     outln!("  workspace:  {}", p.workspace.display());
     outln!("  mode:       {}", s.mode);
     for (kind, rules) in [("allow", &s.allow), ("ask", &s.ask), ("deny", &s.deny), ("protected", &s.protected)] {

@@ -145,12 +145,8 @@ async fn watch(shared: Arc<Shared>, events: toolhost::EventSink) {
         loaded = seen.clone();
         // Nobody to ask in the middle of serving: a widening change is refused (and logged) and
         // the loaded tools stay in service until `toolhost trust` (which the watch sees).
-        let reload = setup::load_with(
-            &shared.args,
-            events.clone(),
-            Some(shared.scheduler.clone()),
-            setup::OnWidening::Refuse,
-        );
+        let reload =
+            setup::load_with(&shared.args, events.clone(), Some(shared.scheduler.clone()), setup::OnWidening::Refuse);
         match reload.await {
             Ok(reloaded) => {
                 let before = serde_json::to_value(server::tool_list(&shared.runtime())).ok();
