@@ -322,7 +322,7 @@ pub fn changes(old: &Pins, new: &Pins) -> Vec<Change> {
             Some(was) if was == digest => {}
             Some(was) => {
                 let widens = digest != "missing";
-                push(widens, format!("{shown} changed ({} → {})", short(was), short(digest)));
+                push(widens, format!("{shown} changed ({})", digest_change(was, digest)));
             }
             None if digest == "missing" => {}
             None => push(true, format!("{shown} is new ({})", short(digest))),
@@ -417,6 +417,14 @@ pub fn show_path(path: &Path, workspace: &Path) -> String {
 
 fn show_files(files: &[PathBuf], ws: &Path) -> String {
     files.iter().map(|f| show_path(f, ws)).collect::<Vec<_>>().join(", ")
+}
+
+/// Two digests shortened for people: `sha256 ab12cd34ef56… → 0987fedcba65…`.
+fn digest_change(was: &str, now: &str) -> String {
+    match (was.strip_prefix("sha256:"), now.strip_prefix("sha256:")) {
+        (Some(a), Some(b)) => format!("sha256 {}… → {}…", a.get(..12).unwrap_or(a), b.get(..12).unwrap_or(b)),
+        _ => format!("{} → {}", short(was), short(now)),
+    }
 }
 
 /// A digest shortened for people: `sha256 ab12cd34…`.
@@ -594,7 +602,8 @@ mod tests {
         let found = changes(&old, &pins(text, &ws));
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].widens);
-        assert!(found[0].what.starts_with("hooks/guard.sh changed (sha256 "), "{}", found[0].what);
+        let what = &found[0].what;
+        assert!(what.starts_with("hooks/guard.sh changed (sha256 ") && what.contains("… → "), "{what}");
         // A matcher change is a changed hook.
         let other = "[[hooks.pre_tool_use]]\nmatcher = \"*\"\ncommand = \"sh hooks/guard.sh\"\n";
         assert_eq!(
