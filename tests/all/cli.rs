@@ -486,6 +486,8 @@ fn permission_flags_and_hook_failures_on_stderr() {
     // A crashing hook is reported on stderr and the call still runs.
     fs::write(ws.path().join("toolhost.toml"), "[[hooks.pre_tool_use]]\ncommand = \"echo broken >&2; exit 3\"\n")
         .unwrap();
+    // A hook added since the first start waits for the operator's word (pins).
+    assert_exit(&run(ws.path(), &["--config", "toolhost.toml", "trust"]), 0);
     let o = run(ws.path(), &["--config", "toolhost.toml", "call", "Read", r#"{"file_path":"a.txt"}"#]);
     assert_exit(&o, 0);
     assert!(stderr(&o).contains("PreToolUse hook") && stderr(&o).contains("broken"), "{}", stderr(&o));

@@ -20,6 +20,7 @@ mod load;
 mod mcp;
 mod network;
 mod permissions;
+mod pins;
 mod precompiled;
 mod props;
 mod registry;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use toolhost_tests::cli::{binary, cache_dir};
+use toolhost_tests::cli::{binary, cache_dir, state_dir};
 use toolhost_tests::{guests, workspace};
 
 /// A workspace with `hello.txt`, and a tools directory with the Sleep, Progress and Panic
@@ -51,6 +51,7 @@ impl Fixture {
             .args(extra)
             .current_dir(self.ws.path())
             .env("TOOLHOST_CACHE_DIR", cache_dir())
+            .env("TOOLHOST_STATE_DIR", state_dir())
             .env_remove("TOOLHOST_LOG")
             .env_remove("TOOLHOST_MAX_CONCURRENCY")
             .env_remove("TOOLHOST_MCP_TOKEN")

@@ -71,6 +71,14 @@ pub fn cache_dir() -> &'static Path {
     CACHE.get_or_init(|| tempfile::tempdir().expect("cache dir")).path()
 }
 
+/// One state directory (pins of trusted config and hook files) for every test in this process,
+/// so that no test reads or writes the user's own. Pins are kept per workspace, and every test
+/// has a workspace of its own.
+pub fn state_dir() -> &'static Path {
+    static STATE: OnceLock<tempfile::TempDir> = OnceLock::new();
+    STATE.get_or_init(|| tempfile::tempdir().expect("state dir")).path()
+}
+
 /// A docker config directory with no `config.json`: no registry credentials unless a test
 /// gives some (the user's own `~/.docker` never leaks into a test).
 pub fn no_docker_config() -> PathBuf {
@@ -85,6 +93,7 @@ pub fn command(ws: &Path) -> Command {
         .arg(ws)
         .current_dir(ws)
         .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env("TOOLHOST_STATE_DIR", state_dir())
         .env("DOCKER_CONFIG", no_docker_config())
         .env_remove("TOOLHOST_LOG")
         .env_remove("TOOLHOST_MAX_CONCURRENCY");
@@ -163,6 +172,7 @@ pub fn run_on_a_terminal(ws: &Path, setup: impl FnOnce(&mut Command), args: &[&s
         .args(["--quiet", "--return", "--command", &line, "/dev/null"])
         .current_dir(ws)
         .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env("TOOLHOST_STATE_DIR", state_dir())
         .env("DOCKER_CONFIG", no_docker_config())
         .env("TERM", "xterm");
     setup(&mut script);

@@ -5,6 +5,7 @@ mod audit;
 mod commands;
 mod install;
 mod output;
+mod pins;
 mod setup;
 
 use clap::{Parser, Subcommand};
@@ -54,6 +55,8 @@ enum Command {
     Keygen(commands::keygen::KeygenCommand),
     /// Summarise an audit log: calls per tool, decisions, errors, denials, hosts, bytes, time span.
     Audit(commands::audit::AuditCommand),
+    /// Trust the config in use and the files its hooks run, as they are now, for this workspace.
+    Trust(commands::trust::TrustCommand),
 }
 
 fn main() -> ExitCode {
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
             Command::Publish(c) => c.execute(&cli.global).await,
             Command::Keygen(c) => c.execute(&cli.global).await,
             Command::Audit(c) => c.execute(&cli.global).await,
+            Command::Trust(c) => c.execute(&cli.global).await,
         }
     });
     let result = rt.block_on(command).unwrap_or_else(|e| Err(anyhow::anyhow!("toolhost failed: {e}")));

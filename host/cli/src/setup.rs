@@ -10,6 +10,8 @@ use std::sync::Arc;
 use toolhost::{Event, Runtime, ToolSource};
 use toolhost_policy::Config;
 
+pub use crate::pins::OnWidening;
+
 /// Options every command takes.
 #[derive(Args, Debug, Clone)]
 pub struct GlobalArgs {
@@ -118,6 +120,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 /// of instances to reserve). One tool failing to load never stops the others.
 pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
     let config = load_config(args)?;
+    crate::pins::check(args, &config, OnWidening::AskOnTerminal)?;
     let (events, decider) = terminal_events_and_asks(verbose_events, None)?;
     build_and_load(args, config, events, decider, None, false).await
 }
@@ -126,6 +129,7 @@ pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
 /// finish with duration and outcome kind).
 pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_file: Option<&Path>) -> Result<Loaded> {
     let config = load_config(args)?;
+    crate::pins::check(args, &config, OnWidening::AskOnTerminal)?;
     let (events, decider) = terminal_events_and_asks(verbose_events, events_file)?;
     build_and_load(args, config, events, decider, None, true).await
 }
@@ -154,12 +158,15 @@ pub fn live_progress() -> bool {
 /// [`load`] for a command whose standard streams carry a protocol (`mcp`): events go only to
 /// `events`, and asks only to the decider each call brings (never a terminal prompt); calls
 /// queue in `scheduler` when one is given (a reload keeps the queue of the runtime it replaces).
+/// A widening change of the config or its hook files is refused or asked as `on_widening` says.
 pub async fn load_with(
     args: &GlobalArgs,
     events: toolhost::EventSink,
     scheduler: Option<Arc<toolhost::Scheduler>>,
+    on_widening: OnWidening,
 ) -> Result<Loaded> {
     let config = load_config(args)?;
+    crate::pins::check(args, &config, on_widening)?;
     build_and_load(args, config, events, None, scheduler, true).await
 }
 
@@ -249,6 +256,10 @@ async fn build_and_load(
     }
     if let Some(dir) = cache_dir() {
         builder = builder.cache_dir(dir);
+    }
+    // The pins of trusted config and hook files: out of every tool's reach.
+    if let Some(dir) = crate::pins::state_dir() {
+        builder = builder.state_dir(absolute(&dir)?);
     }
     if let Some(n) = max_concurrency_from_env()? {
         builder = builder.max_concurrency(n);

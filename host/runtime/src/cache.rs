@@ -98,10 +98,7 @@ impl Cache {
     /// group or by everyone; or when the key file cannot be created, or is not a 32-byte regular
     /// file owned by the effective user with no group or other permission bits.
     pub(crate) fn open(dir: &Path) -> Result<Cache, String> {
-        create_private_dir(dir)?;
-        let canonical =
-            dir.canonicalize().map_err(|e| format!("cannot resolve {}: {e}; {USE_ANOTHER_DIR}", dir.display()))?;
-        check_dir(&canonical)?;
+        let canonical = private_dir_for(dir, CACHE_ROLE)?;
         let key = read_or_create_key(&canonical)?;
         Ok(Cache { dir: canonical, key })
     }
@@ -125,25 +122,12 @@ impl Cache {
     /// a tool could read the key, or replace an entry, and have its own native code run by the
     /// next toolhost that loads it.
     pub(crate) fn grant_overlap(&self, dirs: &[DirGrant]) -> Option<String> {
-        let fix = "set TOOLHOST_CACHE_DIR to a directory outside every grant, or narrow the grant";
-        dirs.iter().find_map(|d| {
-            // Grants are normalised but may run through a symbolic link; compare real paths.
-            let granted = d.path.canonicalize().unwrap_or_else(|_| d.path.clone());
-            if self.dir.starts_with(&granted) {
-                Some(format!(
-                    "the grant includes {}, toolhost's compile cache (native code a tool could replace); {fix}",
-                    self.dir.display()
-                ))
-            } else if granted.starts_with(&self.dir) {
-                Some(format!(
-                    "the grant of {} lies inside {}, toolhost's compile cache (native code a tool could replace); {fix}",
-                    granted.display(),
-                    self.dir.display()
-                ))
-            } else {
-                None
-            }
-        })
+        grant_overlap(
+            &self.dir,
+            "toolhost's compile cache (native code a tool could replace)",
+            "set TOOLHOST_CACHE_DIR to a directory outside every grant, or narrow the grant",
+            dirs,
+        )
     }
 
     /// The tag of the entry called `name` holding `body`. Binding the name stops a valid
@@ -269,6 +253,36 @@ fn deserialize(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
     unsafe { Component::deserialize(engine, bytes) }
 }
 
+/// A message when a granted directory contains `dir` (a private directory of the host's, canonical)
+/// or lies inside it. `what` names the directory and says what a tool could do there, `fix` what
+/// to do about it.
+pub(crate) fn grant_overlap(dir: &Path, what: &str, fix: &str, dirs: &[DirGrant]) -> Option<String> {
+    dirs.iter().find_map(|d| {
+        // Grants are normalised but may run through a symbolic link; compare real paths.
+        let granted = d.path.canonicalize().unwrap_or_else(|_| d.path.clone());
+        if dir.starts_with(&granted) {
+            Some(format!("the grant includes {}, {what}; {fix}", dir.display()))
+        } else if granted.starts_with(dir) {
+            Some(format!("the grant of {} lies inside {}, {what}; {fix}", granted.display(), dir.display()))
+        } else {
+            None
+        }
+    })
+}
+
+/// What a private directory of the host's holds and how to choose another one, for the
+/// messages of [`private_dir_for`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DirRole {
+    /// What someone who could write it could plant there ("native code").
+    pub(crate) holds: &'static str,
+    /// What to do instead ("set TOOLHOST_CACHE_DIR to …").
+    pub(crate) fix: &'static str,
+}
+
+/// The compile cache's role (and that of the data kept beside it).
+const CACHE_ROLE: DirRole = DirRole { holds: "native code", fix: USE_ANOTHER_DIR };
+
 /// Create `dir` (mode 0700) if it is missing and check it as the compile cache directory is
 /// checked: a directory owned by the effective user that no one else can write. Returns its
 /// canonical path. For other host data kept beside the cache (the installed components of
@@ -278,19 +292,25 @@ fn deserialize(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
 ///
 /// A message saying why the directory cannot be used and what to do.
 pub fn private_dir(dir: &Path) -> Result<PathBuf, String> {
-    create_private_dir(dir)?;
-    let canonical =
-        dir.canonicalize().map_err(|e| format!("cannot resolve {}: {e}; {USE_ANOTHER_DIR}", dir.display()))?;
-    check_dir(&canonical)?;
+    private_dir_for(dir, CACHE_ROLE)
+}
+
+/// [`private_dir`] for a directory with another role (toolhost's state directory): the same
+/// checks, with messages that say what it holds and how to choose another.
+pub(crate) fn private_dir_for(dir: &Path, role: DirRole) -> Result<PathBuf, String> {
+    create_private_dir(dir, role)?;
+    let fix = role.fix;
+    let canonical = dir.canonicalize().map_err(|e| format!("cannot resolve {}: {e}; {fix}", dir.display()))?;
+    check_dir(&canonical, role)?;
     Ok(canonical)
 }
 
 /// Create `dir` with mode 0700 if it does not exist (its missing parents as usual).
-fn create_private_dir(dir: &Path) -> Result<(), String> {
+fn create_private_dir(dir: &Path, role: DirRole) -> Result<(), String> {
     if dir.symlink_metadata().is_ok() {
         return Ok(());
     }
-    let cannot = |e: std::io::Error| format!("cannot create {}: {e}; {USE_ANOTHER_DIR}", dir.display());
+    let cannot = |e: std::io::Error| format!("cannot create {}: {e}; {}", dir.display(), role.fix);
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(cannot)?;
     }
@@ -301,24 +321,26 @@ fn create_private_dir(dir: &Path) -> Result<(), String> {
     }
 }
 
-/// Refuse a cache directory that someone other than this user could write into.
-fn check_dir(dir: &Path) -> Result<(), String> {
-    let meta = dir.symlink_metadata().map_err(|e| format!("cannot stat {}: {e}; {USE_ANOTHER_DIR}", dir.display()))?;
+/// Refuse a private directory (the cache, the state directory) that someone other than this
+/// user could write into.
+fn check_dir(dir: &Path, role: DirRole) -> Result<(), String> {
+    let DirRole { holds, fix } = role;
+    let meta = dir.symlink_metadata().map_err(|e| format!("cannot stat {}: {e}; {fix}", dir.display()))?;
     if !meta.is_dir() {
-        return Err(format!("{} is not a directory; {USE_ANOTHER_DIR}", dir.display()));
+        return Err(format!("{} is not a directory; {fix}", dir.display()));
     }
     let euid = rustix::process::geteuid().as_raw();
     if meta.uid() != euid {
         return Err(format!(
-            "{} belongs to uid {}, not to this user (uid {euid}), who could plant native code in it; {USE_ANOTHER_DIR}",
+            "{} belongs to uid {}, not to this user (uid {euid}), who could plant {holds} in it; {fix}",
             dir.display(),
             meta.uid()
         ));
     }
     if meta.mode() & 0o022 != 0 {
         return Err(format!(
-            "{} is writable by its group or by everyone (mode {:o}), who could plant native code in it; \
-             run `chmod go-w {}` or {USE_ANOTHER_DIR}",
+            "{} is writable by its group or by everyone (mode {:o}), who could plant {holds} in it; \
+             run `chmod go-w {}` or {fix}",
             dir.display(),
             meta.mode() & 0o7777,
             dir.display()

@@ -47,6 +47,7 @@ mod net;
 mod outcome;
 mod permission;
 mod pinning;
+pub mod pins;
 mod pipeline;
 mod result;
 mod runtime;

@@ -114,6 +114,7 @@ pub struct RuntimeBuilder {
     default_grant: Option<Grant>,
     env: BTreeMap<String, String>,
     cache_dir: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
     results_dir: Option<PathBuf>,
     events: Option<EventSink>,
     max_concurrency: Option<usize>,
@@ -193,6 +194,14 @@ impl RuntimeBuilder {
     /// Tools granted this directory, or one containing it, are refused at [`Runtime::load`].
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
+        self
+    }
+    /// toolhost's private state directory (where the CLI keeps the pins of trusted config and
+    /// hook files, see [`crate::pins`]): protected from every tool, and a tool granted this
+    /// directory, or one containing it, is refused at [`Runtime::load`]. Nothing is created or
+    /// checked here.
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
         self
     }
     /// Where the full text of cut results is saved.
@@ -277,7 +286,13 @@ impl RuntimeBuilder {
         rules.ask.extend(self.extra_rules.ask);
         rules.deny.extend(self.extra_rules.deny);
         let cache = self.cache_dir.as_deref().and_then(Cache::open_or_warn);
-        let fs_policy = base_policy(&workspace, &results_dir, cache.as_ref(), &self.config, &rules, &self.protected)?;
+        // Real path when it exists, so that grants (compared by real path) meet it.
+        let state_dir = self.state_dir.map(|d| real_or_as_is(&d));
+        let mut protected = self.protected;
+        if let Some(dir) = &state_dir {
+            protected.push((dir.clone(), "toolhost's private state (pins of trusted files)".into()));
+        }
+        let fs_policy = base_policy(&workspace, &results_dir, cache.as_ref(), &self.config, &rules, &protected)?;
         let permissions = Permissions {
             mode: self.mode.unwrap_or_else(|| self.config.permissions.mode()),
             rules,
@@ -307,6 +322,7 @@ impl RuntimeBuilder {
             default_grant: self.default_grant.unwrap_or_else(Grant::workspace_read_write),
             env: self.env,
             cache,
+            state_dir,
             fs_policy: Arc::new(fs_policy),
             events: self.events,
             scheduler: self.scheduler.unwrap_or_else(|| Scheduler::new(max_concurrency)),
@@ -328,6 +344,8 @@ pub struct Runtime {
     pub(crate) env: BTreeMap<String, String>,
     /// The compile cache, when one was set and passed its checks.
     cache: Option<Cache>,
+    /// toolhost's private state directory, when one was set (no grant may reach it).
+    state_dir: Option<PathBuf>,
     /// Protected paths, files asked before writing and path deny rules, enforced inside the
     /// sandbox for every tool (fsguard.rs).
     pub(crate) fs_policy: Arc<PathPolicy>,
@@ -597,6 +615,16 @@ impl Runtime {
         if let Some(message) =
             self.cache.as_ref().and_then(|c| c.grant_overlap(&effective.dirs).or_else(|| c.grant_overlap(&real_dirs)))
         {
+            return Err(load_error(LoadError::Grant { name, message: message.into() }));
+        }
+        if let Some(message) = self.state_dir.as_deref().and_then(|dir| {
+            let (what, fix) = (
+                "toolhost's private state (the pins that decide which config and hook files run unasked)",
+                "set TOOLHOST_STATE_DIR to a directory outside every grant, or narrow the grant",
+            );
+            crate::cache::grant_overlap(dir, what, fix, &effective.dirs)
+                .or_else(|| crate::cache::grant_overlap(dir, what, fix, &real_dirs))
+        }) {
             return Err(load_error(LoadError::Grant { name, message: message.into() }));
         }
         let subject_is_path = info

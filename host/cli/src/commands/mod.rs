@@ -12,4 +12,5 @@ pub mod mcp;
 pub mod new;
 pub mod publish;
 pub mod run;
+pub mod trust;
 pub mod update;

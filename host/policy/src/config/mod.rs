@@ -382,6 +382,12 @@ impl Config {
         Config::check(&read(file).map_err(|e| vec![e])?, file)
     }
 
+    /// The text this config was parsed from (`None` for a config built in code): what a digest
+    /// of the config in use is taken of, so that it describes exactly what was obeyed.
+    pub fn text(&self) -> Option<&str> {
+        self.source.as_ref().map(|s| s.text.as_str())
+    }
+
     /// The limits for `tool`: built-in defaults, then `[limits]`, then `[tools.NAME]`.
     pub fn limits_for(&self, tool: &str) -> Limits {
         let mut limits = Limits::default();

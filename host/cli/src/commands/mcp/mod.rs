@@ -7,7 +7,9 @@
 //! every connection together run at most `max_concurrency` at once, in arrival order (the
 //! runtime's [`toolhost::Scheduler`], kept across reloads); a session with [`server::MAX_QUEUED_PER_SESSION`] calls waiting gets a
 //! JSON-RPC error for the next. A changed `--tools` directory or config file is reloaded and
-//! the clients are sent `notifications/tools/list_changed`. stdout carries only the protocol;
+//! the clients are sent `notifications/tools/list_changed`; a reload that would widen what
+//! runs on the host (a hook added, a hook file changed, a rule removed: see `crate::pins`) is
+//! refused with a warning and the loaded tools stay in service. stdout carries only the protocol;
 //! logs go to stderr.
 
 mod http;
@@ -59,7 +61,7 @@ impl McpCommand {
             global.protect.push((path.clone(), "the MCP bearer token file".into()));
         }
         let global = &global;
-        let loaded = setup::load_with(global, events.clone(), None).await?;
+        let loaded = setup::load_with(global, events.clone(), None, setup::OnWidening::AskOnTerminal).await?;
         let shared = Shared::new(global.clone(), loaded.runtime);
         let watcher = tokio::spawn(watch(shared.clone(), events));
         let served = match &self.http {
@@ -88,8 +90,9 @@ async fn serve_stdio(shared: Arc<Shared>) -> Result<()> {
     Ok(())
 }
 
-/// What reloading depends on: the config file and every `*.wasm` in the tools directories and
-/// named by the config, each with its modification time and size (`None`: missing).
+/// What reloading depends on: the config file, every `*.wasm` in the tools directories and
+/// named by the config, the files its hooks run and this workspace's pin file, each with its
+/// modification time and size (`None`: missing).
 type Fingerprint = Vec<(PathBuf, Option<(SystemTime, u64)>)>;
 
 fn fingerprint(args: &GlobalArgs) -> Fingerprint {
@@ -112,6 +115,13 @@ fn fingerprint(args: &GlobalArgs) -> Fingerprint {
     }
     if let Ok(config) = setup::load_config(args) {
         files.extend(config.tools.values().filter_map(|t| t.path.as_ref().map(|p| p.get_ref().clone())));
+        // The pins and the hook files: a changed hook file is judged again (and refused), and
+        // `toolhost trust` lets a refused change load.
+        if let Ok(subject) = crate::pins::Subject::of(args) {
+            files.extend(subject.pin_file());
+            let summary = toolhost::pins::Summary::of(&config, &subject.workspace);
+            files.extend(summary.hooks.into_iter().flat_map(|h| h.files));
+        }
     }
     files.into_iter().map(|p| (stamp(&p), p)).map(|(s, p)| (p, s)).collect()
 }
@@ -133,7 +143,11 @@ async fn watch(shared: Arc<Shared>, events: toolhost::EventSink) {
             continue;
         }
         loaded = seen.clone();
-        match setup::load_with(&shared.args, events.clone(), Some(shared.scheduler.clone())).await {
+        // Nobody to ask in the middle of serving: a widening change is refused (and logged) and
+        // the loaded tools stay in service until `toolhost trust` (which the watch sees).
+        let reload =
+            setup::load_with(&shared.args, events.clone(), Some(shared.scheduler.clone()), setup::OnWidening::Refuse);
+        match reload.await {
             Ok(reloaded) => {
                 let before = serde_json::to_value(server::tool_list(&shared.runtime())).ok();
                 let after = serde_json::to_value(server::tool_list(&reloaded.runtime)).ok();

@@ -1,0 +1,105 @@
+//! `toolhost trust [--show]`: record the config in use and the files its hooks run as trusted
+//! for this workspace (as direnv's `allow` and mise's `trust` do), or show what is pinned and
+//! how the current state differs from it.
+
+use crate::output::outln;
+use crate::pins::{self, Subject};
+use crate::setup::{self, GlobalArgs};
+use anyhow::Result;
+use clap::Args;
+use toolhost::pins::Pins;
+
+#[derive(Args, Debug)]
+pub struct TrustCommand {
+    /// Print what is pinned and what differs from it now, without trusting anything.
+    #[arg(long)]
+    show: bool,
+}
+
+impl TrustCommand {
+    pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
+        let config = setup::load_config(global)?;
+        let subject = Subject::of(global)?;
+        let current = subject.current(&config);
+        let store = pins::store()?;
+        let trusted = store.read(&subject.workspace, Some(&subject.config));
+        if self.show {
+            let path = store.path_for(&subject.workspace, Some(&subject.config));
+            match &trusted {
+                Ok(Some(p)) => {
+                    outln!("pinned in {}:", path.display());
+                    show(p, &subject);
+                    let changes = toolhost::pins::changes(p, &current);
+                    if changes.is_empty() && *p == current {
+                        outln!("no changes since then");
+                    } else if changes.is_empty() {
+                        outln!("changed since then, nothing that matters to pinning (it applies as it is)");
+                    } else {
+                        outln!("changed since then:");
+                        for c in &changes {
+                            outln!("  {} {}", if c.widens { "widens: " } else { "narrows:" }, c.what);
+                        }
+                    }
+                }
+                Ok(None) => {
+                    outln!(
+                        "nothing pinned yet for {} in {} (the next start records it)",
+                        subject.shown,
+                        path.display()
+                    );
+                    show(&current, &subject);
+                }
+                Err(e) => outln!("cannot read the pins: {e}"),
+            }
+            return Ok(0);
+        }
+        // What is accepted, so that the person sees it once more.
+        if let Ok(Some(p)) = &trusted {
+            for c in toolhost::pins::changes(p, &current) {
+                outln!("accepted: {}", c.what);
+            }
+        }
+        store.write(&current)?;
+        let files = current.files.len();
+        outln!(
+            "trusted {} and {files} hook file{} for {}",
+            subject.shown,
+            if files == 1 { "" } else { "s" },
+            subject.workspace.display()
+        );
+        Ok(0)
+    }
+}
+
+/// What pins hold, for people.
+fn show(p: &Pins, subject: &Subject) {
+    let s = &p.summary;
+    outln!(
+        "  config:     {} ({})",
+        subject.shown,
+        p.config_sha256.as_deref().map_or("none".into(), |d| format!("sha256 {d}"))
+    );
+    outln!("  workspace:  {}", p.workspace.display());
+    outln!("  mode:       {}", s.mode);
+    for (kind, rules) in [("allow", &s.allow), ("ask", &s.ask), ("deny", &s.deny), ("protected", &s.protected)] {
+        if !rules.is_empty() {
+            outln!("  {kind:<10}  {}", rules.iter().cloned().collect::<Vec<_>>().join(", "));
+        }
+    }
+    for h in &s.hooks {
+        outln!("  hook:       {} matcher {:?} [{}]", h.event, h.matcher, h.command);
+    }
+    for (file, digest) in &p.files {
+        outln!("  file:       {} {digest}", pins::shown(file, subject));
+    }
+    for (tool, g) in &s.grants {
+        outln!(
+            "  grant:      {tool}: fs_read {:?}, fs_write {:?}, net {:?}, env {:?}{}",
+            g.fs_read,
+            g.fs_write,
+            g.net,
+            g.env,
+            if g.allow_private_network { ", allow_private_network" } else { "" }
+        );
+    }
+}

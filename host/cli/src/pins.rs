@@ -1,0 +1,162 @@
+//! Pinned host-run files at every start (DESIGN §5a): the config in use and the files its hooks
+//! run are compared with what was trusted for this workspace. A narrowing change applies at
+//! once (the pins follow it silently); a widening one waits for a person: a yes on the terminal,
+//! or `toolhost trust`. The first start records what it finds (trust on first use).
+
+use crate::setup::{self, GlobalArgs};
+use anyhow::{Context, Result};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use toolhost::pins::{self, Change, PinError, PinStore, Pins};
+use toolhost_policy::Config;
+
+/// What to do with a widening change when there are no pins to confirm it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnWidening {
+    /// Ask on the terminal if a person is there (stdin and stderr are terminals, `CI` is not
+    /// set), else refuse.
+    AskOnTerminal,
+    /// Refuse (a server reloading in the background: nobody to ask).
+    Refuse,
+}
+
+/// toolhost's private state: `$TOOLHOST_STATE_DIR`, else `$XDG_STATE_HOME/toolhost`, else
+/// `~/.local/state/toolhost`.
+pub fn state_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os(pins::STATE_DIR_ENV).filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d).join("toolhost"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local").join("state").join("toolhost"))
+}
+
+/// Whose pins: the workspace (canonical) and the config file (the one in use, or where the next
+/// start looks for one), plus the name people know the config by.
+pub struct Subject {
+    pub workspace: PathBuf,
+    pub config: PathBuf,
+    pub shown: String,
+}
+
+impl Subject {
+    pub fn of(args: &GlobalArgs) -> Result<Subject> {
+        let workspace = setup::workspace(args)?;
+        let workspace = workspace
+            .canonicalize()
+            .with_context(|| format!("cannot resolve the workspace {}", workspace.display()))?;
+        let given = setup::config_path(args).unwrap_or_else(|| PathBuf::from("toolhost.toml"));
+        let absolute = std::path::absolute(&given).with_context(|| format!("cannot resolve {}", given.display()))?;
+        let config = absolute.canonicalize().unwrap_or(absolute);
+        Ok(Subject { workspace, config, shown: given.display().to_string() })
+    }
+
+    /// The pins of the state now, for `config` (as loaded from this subject's file).
+    pub fn current(&self, config: &Config) -> Pins {
+        Pins::current(config, Some(&self.config), &self.workspace)
+    }
+
+    /// The pin file's path, for a watcher (it may not exist).
+    pub fn pin_file(&self) -> Option<PathBuf> {
+        state_dir().map(|d| d.join("pins").join(pins::file_name(&self.workspace, Some(&self.config))))
+    }
+}
+
+/// The pin store, or why there is none.
+pub fn store() -> Result<PinStore, PinError> {
+    let dir = state_dir()
+        .ok_or_else(|| PinError::StateDir("no HOME, XDG_STATE_HOME or TOOLHOST_STATE_DIR to keep it in".to_string()))?;
+    PinStore::open(&dir)
+}
+
+/// Compare the config in use and its hook files with the pins of this workspace, before
+/// anything is built from them. Unchanged: nothing happens. No pins yet: they are recorded.
+/// Only narrowing changes: they apply and the pins follow. A widening change: a person's yes
+/// on the terminal (with `AskOnTerminal`), else an error naming each change and `toolhost trust`.
+///
+/// When the state directory cannot be used the start is judged against a config-less baseline
+/// (fail closed): what widens on that is held as above, the rest runs.
+pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Result<()> {
+    let subject = Subject::of(args)?;
+    let current = subject.current(config);
+    let (trusted, store, unconfirmed) = match store() {
+        Err(e) => {
+            tracing::warn!("{e}; changes that widen what runs on the host cannot be confirmed");
+            (Pins::baseline(&subject.workspace, Some(&subject.config)), None, Some(e.to_string()))
+        }
+        Ok(store) => match store.read(&subject.workspace, Some(&subject.config)) {
+            Ok(Some(pins)) => (pins, Some(store), None),
+            Ok(None) => {
+                // Trust on first use.
+                save(&store, &current);
+                return Ok(());
+            }
+            Err(e) => {
+                tracing::warn!("{e}; comparing with no config at all");
+                (Pins::baseline(&subject.workspace, Some(&subject.config)), Some(store), Some(e.to_string()))
+            }
+        },
+    };
+    if trusted == current {
+        return Ok(());
+    }
+    let changes = pins::changes(&trusted, &current);
+    let wider: Vec<&Change> = changes.iter().filter(|c| c.widens).collect();
+    if wider.is_empty() {
+        if let Some(store) = &store {
+            save(store, &current);
+        }
+        return Ok(());
+    }
+    if on_widening == OnWidening::AskOnTerminal && someone_to_ask() && confirm(&subject, &wider)? {
+        if let Some(store) = &store {
+            save(store, &current);
+        }
+        return Ok(());
+    }
+    let list = wider.iter().map(|c| c.what.as_str()).collect::<Vec<_>>().join("; ");
+    match unconfirmed {
+        Some(why) => anyhow::bail!(
+            "cannot confirm {} ({why}): {list}. Review it, fix the state directory, then run `toolhost trust` to accept.",
+            subject.shown
+        ),
+        None => anyhow::bail!(
+            "{} changed since it was trusted: {list}. Review it, then run `toolhost trust` to accept.",
+            subject.shown
+        ),
+    }
+}
+
+/// Record `pins`; a failure is a warning (the start goes on with what was checked).
+fn save(store: &PinStore, pins: &Pins) {
+    if let Err(e) = store.write(pins) {
+        tracing::warn!("cannot record the trusted config and hook files: {e}");
+    }
+}
+
+/// A person can answer: stdin and stderr are terminals and `CI` is not set.
+fn someone_to_ask() -> bool {
+    let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"));
+    !ci && std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Show the widening changes on the terminal and ask (y/N); no terminal or no answer is a no.
+fn confirm(subject: &Subject, wider: &[&Change]) -> Result<bool> {
+    let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return Ok(false) };
+    let mut out = &tty;
+    writeln!(out, "toolhost: {} changed since it was trusted, widening what runs on this machine:", subject.shown)?;
+    for c in wider {
+        writeln!(out, "  - {}", c.what)?;
+    }
+    write!(out, "Trust these changes and start? [y/N] ")?;
+    out.flush()?;
+    let mut answer = String::new();
+    std::io::BufReader::new(&tty).read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// `path` relative to the workspace when inside it.
+pub fn shown(path: &Path, subject: &Subject) -> String {
+    pins::show_path(path, &subject.workspace)
+}

@@ -1,0 +1,649 @@
+//! # Pinned host-run files
+//!
+//! What toolhost runs or obeys on the host — the config in use (its hooks, mode, rules, grants
+//! and protected patterns) and every file a hook command runs — must not change behind the
+//! operator's back, even if a bug in the filesystem guard lets a tool write it. [`Pins`] record,
+//! per workspace and config file, the sha256 of the config file and of each hook file, and a
+//! normalised [`Summary`] of the security-relevant config. [`changes`] compares recorded pins
+//! with the current ones and says which changes widen what happens on the host; the CLI applies
+//! a narrowing at once and holds a widening until a person confirms it (`toolhost trust`).
+//!
+//! Pins live in toolhost's state directory ([`PinStore`]), outside every grant: it is checked
+//! like the compile cache (a directory of the effective user that no one else can write), the
+//! runtime protects it from every tool ([`crate::RuntimeBuilder::state_dir`]), and a grant that
+//! includes it is a load error. Pin files are replaced atomically (a new file, then a rename).
+//!
+//! ## Example
+//!
+//! ```
+//! use std::path::Path;
+//! use toolhost::pins::{changes, Pins};
+//! use toolhost_policy::Config;
+//!
+//! let ws = Path::new("/w");
+//! let before = Config::parse("[permissions]\ndeny = [\"Bash\"]\n", Path::new("/w/toolhost.toml")).unwrap();
+//! let after = Config::parse("[permissions]\ndeny = [\"Bash\", \"WebFetch\"]\n", Path::new("/w/toolhost.toml")).unwrap();
+//! let old = Pins::current(&before, Some(Path::new("/w/toolhost.toml")), ws);
+//! let new = Pins::current(&after, Some(Path::new("/w/toolhost.toml")), ws);
+//! let found = changes(&old, &new);
+//! assert_eq!(found.len(), 1);
+//! assert!(!found[0].widens);
+//! assert_eq!(found[0].what, "deny rule added: WebFetch");
+//! ```
+
+use crate::cache::{DirRole, private_dir_for};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use toolhost_policy::{Config, Grant, HookConfig, HookMatcher, Mode, NetPattern, resolve};
+
+/// The environment variable naming toolhost's state directory.
+pub const STATE_DIR_ENV: &str = "TOOLHOST_STATE_DIR";
+
+/// The version of the pin file format.
+const FORMAT: u32 = 1;
+
+/// The state directory's role, for the messages of the private-directory check.
+const STATE_ROLE: DirRole = DirRole {
+    holds: "pins that decide which config and hook files run unasked",
+    fix: "set TOOLHOST_STATE_DIR to a directory of your own that no one else can write",
+};
+
+/// What was trusted for one workspace and config file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Pins {
+    /// The format version.
+    pub format: u32,
+    /// The workspace (canonical).
+    pub workspace: PathBuf,
+    /// The config file (absolute): the one in use, or where toolhost looks for one (so that
+    /// deleting the config is a change like any other).
+    pub config: Option<PathBuf>,
+    /// The sha256 of the config file's text, `None` when there is no config file.
+    pub config_sha256: Option<String>,
+    /// Every file a hook command runs, with its digest ([`file_digest`]).
+    pub files: BTreeMap<PathBuf, String>,
+    /// The security-relevant config.
+    pub summary: Summary,
+}
+
+/// The security-relevant part of a config, normalised (rules, patterns and hooks as written,
+/// grants as configured, tools without a grant at the default grant).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Summary {
+    /// Every command hook.
+    pub hooks: Vec<HookPin>,
+    /// The permission mode (`default`, `accept-edits`, `bypass`, `dont-ask`, `plan`).
+    pub mode: String,
+    /// `[permissions] allow`.
+    pub allow: BTreeSet<String>,
+    /// `[permissions] ask`.
+    pub ask: BTreeSet<String>,
+    /// `[permissions] deny`.
+    pub deny: BTreeSet<String>,
+    /// `[permissions] protected`.
+    pub protected: BTreeSet<String>,
+    /// The grant of every tool the config gives one.
+    pub grants: BTreeMap<String, GrantPin>,
+}
+
+/// One command hook.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct HookPin {
+    /// `pre_tool_use`, `post_tool_use` or `post_tool_use_failure`.
+    pub event: String,
+    /// The matcher (`*` for every tool).
+    pub matcher: String,
+    /// The shell command.
+    pub command: String,
+    /// The files it runs ([`hook_files`]).
+    pub files: Vec<PathBuf>,
+}
+
+/// One tool's configured grant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct GrantPin {
+    /// Directories read.
+    pub fs_read: Vec<String>,
+    /// Directories read and written.
+    pub fs_write: Vec<String>,
+    /// Host patterns.
+    pub net: Vec<String>,
+    /// Environment variables.
+    pub env: Vec<String>,
+    /// `allow_private_network`.
+    pub allow_private_network: bool,
+}
+
+impl GrantPin {
+    /// The grant of a tool the config gives none (the CLI's default grant).
+    fn default_grant() -> GrantPin {
+        GrantPin::from_grant(&Grant::workspace_read_write(), false)
+    }
+
+    fn from_grant(g: &Grant, allow_private_network: bool) -> GrantPin {
+        GrantPin {
+            fs_read: g.fs_read.clone(),
+            fs_write: g.fs_write.clone(),
+            net: g.net.clone(),
+            env: g.env.clone(),
+            allow_private_network,
+        }
+    }
+}
+
+/// One difference between recorded pins and the current state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Change {
+    /// Whether it widens what happens on the host (then it waits for a person).
+    pub widens: bool,
+    /// What changed, in words (`hook added: pre_tool_use [sh hooks/guard.sh]`).
+    pub what: String,
+}
+
+/// The files a hook runs. The one place pinning asks which files those are.
+///
+/// The files of its `files` key when it has one, else the files its command runs (as
+/// [`toolhost_policy::analyse_hook_command`] reads it); a command that cannot be analysed runs
+/// nothing (the runtime refuses to build with it).
+pub fn hook_files(hook: &HookConfig, workspace: &Path) -> Vec<PathBuf> {
+    if let Some(files) = &hook.files {
+        return files.iter().map(|f| toolhost_policy::normalize(&workspace.join(f.get_ref()))).collect();
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    toolhost_policy::analyse_hook_command(hook.command.get_ref(), workspace, home.as_deref())
+        .map(|runs| runs.files)
+        .unwrap_or_default()
+}
+
+/// The digest of a hook file as pins record it: `sha256:HEX`, or `missing`, `not a regular
+/// file`, `unreadable`. The last component is not followed (hook files are recorded by their
+/// real path, so a link there was planted since), and a FIFO never blocks the read.
+pub fn file_digest(path: &Path) -> String {
+    use rustix::fs::{Mode as FileMode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = match rustix::fs::open(path, flags, FileMode::empty()) {
+        Ok(f) => std::fs::File::from(f),
+        Err(rustix::io::Errno::NOENT) => return "missing".into(),
+        Err(rustix::io::Errno::LOOP) => return "not a regular file".into(),
+        Err(_) => return "unreadable".into(),
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return "not a regular file".into();
+    }
+    let mut hasher = Sha256::new();
+    match std::io::copy(&mut &file, &mut hasher) {
+        Ok(_) => format!("sha256:{}", hex::encode(hasher.finalize())),
+        Err(_) => "unreadable".into(),
+    }
+}
+
+/// A mode's name, as the summary records it.
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Default => "default",
+        Mode::AcceptEdits => "accept-edits",
+        Mode::Bypass => "bypass",
+        Mode::DontAsk => "dont-ask",
+        Mode::Plan => "plan",
+    }
+}
+
+/// How much a mode lets run without asking: plan < dont-ask < default < accept-edits < bypass.
+/// A name no mode has (a newer format) ranks above all: fail closed.
+fn mode_rank(name: &str) -> u8 {
+    match name {
+        "plan" => 0,
+        "dont-ask" => 1,
+        "default" => 2,
+        "accept-edits" => 3,
+        "bypass" => 4,
+        _ => u8::MAX,
+    }
+}
+
+fn matcher_text(m: &HookMatcher) -> String {
+    match m {
+        HookMatcher::All => "*".into(),
+        HookMatcher::Names(names) => names.join("|"),
+        HookMatcher::Regex(re) => re.as_str().to_string(),
+    }
+}
+
+impl Summary {
+    /// The summary of `config` for `workspace`.
+    pub fn of(config: &Config, workspace: &Path) -> Summary {
+        let hooks = &config.hooks;
+        let mut pins: Vec<HookPin> = [
+            ("pre_tool_use", &hooks.pre_tool_use),
+            ("post_tool_use", &hooks.post_tool_use),
+            ("post_tool_use_failure", &hooks.post_tool_use_failure),
+        ]
+        .into_iter()
+        .flat_map(|(event, list)| {
+            list.iter().map(move |h| HookPin {
+                event: event.into(),
+                matcher: matcher_text(&h.matcher()),
+                command: h.command.get_ref().clone(),
+                files: hook_files(h, workspace),
+            })
+        })
+        .collect();
+        pins.sort();
+        let perms = &config.permissions;
+        let rules = perms.rules();
+        let text = |v: &[toolhost_policy::Rule]| v.iter().map(ToString::to_string).collect();
+        Summary {
+            hooks: pins,
+            mode: mode_name(perms.mode()).into(),
+            allow: text(&rules.allow),
+            ask: text(&rules.ask),
+            deny: text(&rules.deny),
+            protected: perms.protected().into_iter().map(str::to_string).collect(),
+            grants: config
+                .tools
+                .iter()
+                .filter_map(|(name, t)| {
+                    let grant = t.grant.as_ref().map(|g| g.get_ref().clone());
+                    (grant.is_some() || t.allow_private_network).then(|| {
+                        let g = grant.unwrap_or_else(Grant::workspace_read_write);
+                        (name.clone(), GrantPin::from_grant(&g, t.allow_private_network))
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Pins {
+    /// The pins of the current state: `config` (read from `config_path`, or the default config
+    /// when there is no file there), hook files as they are now. The config's digest is of the
+    /// very text it was parsed from.
+    pub fn current(config: &Config, config_path: Option<&Path>, workspace: &Path) -> Pins {
+        let summary = Summary::of(config, workspace);
+        let files = summary.hooks.iter().flat_map(|h| &h.files).map(|f| (f.clone(), file_digest(f))).collect();
+        Pins {
+            format: FORMAT,
+            workspace: workspace.to_path_buf(),
+            config: config_path.map(Path::to_path_buf),
+            config_sha256: config.text().map(|t| hex::encode(Sha256::digest(t))),
+            files,
+            summary,
+        }
+    }
+
+    /// What is trusted without pins: no config at all (the default mode, no rules, no hooks,
+    /// the default grant). Compared against when the pins cannot be read.
+    pub fn baseline(workspace: &Path, config_path: Option<&Path>) -> Pins {
+        Pins::current(&Config::default(), config_path, workspace)
+    }
+}
+
+/// Every difference between `old` (trusted) and `new` (current), widening ones first.
+pub fn changes(old: &Pins, new: &Pins) -> Vec<Change> {
+    let ws = &new.workspace;
+    let mut out = Vec::new();
+    let mut push = |widens: bool, what: String| out.push(Change { widens, what });
+    let (o, n) = (&old.summary, &new.summary);
+
+    // Hooks: any hook not trusted exactly as it is now (event, matcher, command, files) widens.
+    let mut unmatched_old: Vec<&HookPin> = o.hooks.iter().collect();
+    let mut added = Vec::new();
+    for h in &n.hooks {
+        match unmatched_old.iter().position(|x| *x == h) {
+            Some(i) => {
+                unmatched_old.remove(i);
+            }
+            None => added.push(h),
+        }
+    }
+    for h in added {
+        match unmatched_old.iter().position(|x| x.event == h.event && x.command == h.command) {
+            Some(i) => {
+                let was = unmatched_old.remove(i);
+                let mut how = Vec::new();
+                if was.matcher != h.matcher {
+                    how.push(format!("matcher {:?} → {:?}", was.matcher, h.matcher));
+                }
+                if was.files != h.files {
+                    how.push(format!("files [{}] → [{}]", show_files(&was.files, ws), show_files(&h.files, ws)));
+                }
+                push(true, format!("hook changed: {} [{}] ({})", h.event, h.command, how.join(", ")));
+            }
+            None => push(true, format!("hook added: {} [{}]", h.event, h.command)),
+        }
+    }
+    for h in unmatched_old {
+        push(false, format!("hook removed: {} [{}]", h.event, h.command));
+    }
+
+    // Hook files: new content, or a file where there was none, widens; a file gone narrows.
+    for (path, digest) in &new.files {
+        let shown = show_path(path, ws);
+        match old.files.get(path) {
+            Some(was) if was == digest => {}
+            Some(was) => {
+                let widens = digest != "missing";
+                push(widens, format!("{shown} changed ({})", digest_change(was, digest)));
+            }
+            None if digest == "missing" => {}
+            None => push(true, format!("{shown} is new ({})", short(digest))),
+        }
+    }
+
+    if o.mode != n.mode {
+        push(mode_rank(&n.mode) > mode_rank(&o.mode), format!("permission mode {} → {}", o.mode, n.mode));
+    }
+    for (kind, before, after, adding_widens) in
+        [("allow", &o.allow, &n.allow, true), ("ask", &o.ask, &n.ask, false), ("deny", &o.deny, &n.deny, false)]
+    {
+        for r in after.difference(before) {
+            push(adding_widens, format!("{kind} rule added: {r}"));
+        }
+        for r in before.difference(after) {
+            push(!adding_widens, format!("{kind} rule removed: {r}"));
+        }
+    }
+    for p in n.protected.difference(&o.protected) {
+        push(false, format!("protected pattern added: {p}"));
+    }
+    for p in o.protected.difference(&n.protected) {
+        push(true, format!("protected pattern removed: {p}"));
+    }
+
+    let names: BTreeSet<&String> = o.grants.keys().chain(n.grants.keys()).collect();
+    let default = GrantPin::default_grant();
+    for name in names {
+        let before = o.grants.get(name).unwrap_or(&default);
+        let after = n.grants.get(name).unwrap_or(&default);
+        if before == after {
+            continue;
+        }
+        let wider = grant_widening(before, after, ws);
+        if wider.is_empty() {
+            push(false, format!("grant of {name} narrowed"));
+        } else {
+            push(true, format!("grant of {name} widened: {}", wider.join(", ")));
+        }
+    }
+    out.sort_by_key(|c| !c.widens);
+    out
+}
+
+/// What `after` grants that `before` does not cover: a directory outside every old one (or
+/// writable where the old one was not), a host pattern no old one covers, a new variable,
+/// `allow_private_network` turned on.
+fn grant_widening(before: &GrantPin, after: &GrantPin, ws: &Path) -> Vec<String> {
+    let old_dirs: Vec<(PathBuf, bool)> = before
+        .fs_read
+        .iter()
+        .map(|p| (resolve(p, ws), false))
+        .chain(before.fs_write.iter().map(|p| (resolve(p, ws), true)))
+        .collect();
+    let mut wider = Vec::new();
+    for (kind, paths, write) in [("fs_read", &after.fs_read, false), ("fs_write", &after.fs_write, true)] {
+        for p in paths {
+            let r = resolve(p, ws);
+            if !old_dirs.iter().any(|(d, w)| r.starts_with(d) && (*w || !write)) {
+                wider.push(format!("{kind} {p:?}"));
+            }
+        }
+    }
+    let covers = |c: &str, g: &str| {
+        c == g
+            || match (c.parse::<NetPattern>(), g.parse::<NetPattern>()) {
+                (Ok(c), Ok(g)) => c.covers(&g),
+                _ => false,
+            }
+    };
+    for g in &after.net {
+        if !before.net.iter().any(|c| covers(c, g)) {
+            wider.push(format!("net {g:?}"));
+        }
+    }
+    for g in &after.env {
+        if !before.env.iter().any(|c| c == "*" || c == g) {
+            wider.push(format!("env {g:?}"));
+        }
+    }
+    if after.allow_private_network && !before.allow_private_network {
+        wider.push("allow_private_network".into());
+    }
+    wider
+}
+
+/// A path relative to the workspace when inside it.
+pub fn show_path(path: &Path, workspace: &Path) -> String {
+    path.strip_prefix(workspace).unwrap_or(path).display().to_string()
+}
+
+fn show_files(files: &[PathBuf], ws: &Path) -> String {
+    files.iter().map(|f| show_path(f, ws)).collect::<Vec<_>>().join(", ")
+}
+
+/// Two digests shortened for people: `sha256 ab12cd34ef56… → 0987fedcba65…`.
+fn digest_change(was: &str, now: &str) -> String {
+    match (was.strip_prefix("sha256:"), now.strip_prefix("sha256:")) {
+        (Some(a), Some(b)) => format!("sha256 {}… → {}…", a.get(..12).unwrap_or(a), b.get(..12).unwrap_or(b)),
+        _ => format!("{} → {}", short(was), short(now)),
+    }
+}
+
+/// A digest shortened for people: `sha256 ab12cd34…`.
+fn short(digest: &str) -> String {
+    match digest.strip_prefix("sha256:") {
+        Some(hex) => format!("sha256 {}…", &hex[..hex.len().min(12)]),
+        None => digest.to_string(),
+    }
+}
+
+/// Why pins could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PinError {
+    /// The state directory cannot be used (not private, cannot be created).
+    #[error("toolhost's state directory cannot be used: {0}")]
+    StateDir(String),
+    /// A pin file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The pin file.
+        path: PathBuf,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A pin file is not pins (damaged, or of another format).
+    #[error("{path} is not a pin file: {source}")]
+    Malformed {
+        /// The pin file.
+        path: PathBuf,
+        /// Why it does not parse.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The name of the pin file of a workspace and config file in `STATE_DIR/pins/`: a digest of
+/// both paths.
+pub fn file_name(workspace: &Path, config: Option<&Path>) -> String {
+    let mut key = Sha256::new();
+    key.update(workspace.as_os_str().as_encoded_bytes());
+    key.update([0]);
+    if let Some(c) = config {
+        key.update(c.as_os_str().as_encoded_bytes());
+    }
+    format!("{}.json", &hex::encode(key.finalize())[..32])
+}
+
+/// Pins on disk, in `STATE_DIR/pins/`, one file per workspace and config file.
+#[derive(Debug, Clone)]
+pub struct PinStore {
+    dir: PathBuf,
+}
+
+impl PinStore {
+    /// The store in state directory `state_dir`, which is created (mode 0700) if missing.
+    ///
+    /// # Errors
+    ///
+    /// [`PinError::StateDir`] when the directory (or its `pins/`) is not a directory of the
+    /// effective user that no one else can write, or cannot be created.
+    pub fn open(state_dir: &Path) -> Result<PinStore, PinError> {
+        let state = private_dir_for(state_dir, STATE_ROLE).map_err(PinError::StateDir)?;
+        let dir = private_dir_for(&state.join("pins"), STATE_ROLE).map_err(PinError::StateDir)?;
+        Ok(PinStore { dir })
+    }
+
+    /// The pin file of a workspace and config file (both as [`Pins`] records them).
+    pub fn path_for(&self, workspace: &Path, config: Option<&Path>) -> PathBuf {
+        self.dir.join(file_name(workspace, config))
+    }
+
+    /// The recorded pins, `None` when there are none yet.
+    ///
+    /// # Errors
+    ///
+    /// The pin file cannot be read (a link there is not followed) or does not parse.
+    pub fn read(&self, workspace: &Path, config: Option<&Path>) -> Result<Option<Pins>, PinError> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let path = self.path_for(workspace, config);
+        let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+        let file = match std::fs::OpenOptions::new().read(true).custom_flags(flags.bits() as i32).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(PinError::Io { path, source }),
+        };
+        serde_json::from_reader(std::io::BufReader::new(file))
+            .map(Some)
+            .map_err(|source| PinError::Malformed { path, source })
+    }
+
+    /// Record `pins`: written whole to a new private file, then renamed over the old one.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be written.
+    pub fn write(&self, pins: &Pins) -> Result<(), PinError> {
+        let path = self.path_for(&pins.workspace, pins.config.as_deref());
+        let io = |source| PinError::Io { path: path.clone(), source };
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".pins-")
+            .permissions(std::fs::Permissions::from_mode(0o600))
+            .tempfile_in(&self.dir)
+            .map_err(io)?;
+        let body = serde_json::to_vec_pretty(pins).map_err(|e| io(std::io::Error::other(e)))?;
+        tmp.write_all(&body).and_then(|()| tmp.as_file().sync_all()).map_err(io)?;
+        tmp.persist(&path).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pins(text: &str, ws: &Path) -> Pins {
+        let file = ws.join("toolhost.toml");
+        let config = Config::parse(text, &file).unwrap();
+        Pins::current(&config, Some(&file), ws)
+    }
+
+    fn widening(old: &str, new: &str, ws: &Path) -> Vec<String> {
+        changes(&pins(old, ws), &pins(new, ws)).into_iter().filter(|c| c.widens).map(|c| c.what).collect()
+    }
+
+    #[test]
+    fn what_widens_and_what_narrows() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        let hook = "[[hooks.pre_tool_use]]\ncommand = \"sh hooks/guard.sh\"\n";
+        // (old, new, widens?)
+        let table: &[(&str, &str, bool)] = &[
+            ("", hook, true),
+            (hook, "", false),
+            ("", "[permissions]\nmode = \"bypass\"\n", true),
+            ("", "[permissions]\nmode = \"acceptEdits\"\n", true),
+            ("", "[permissions]\nmode = \"dontAsk\"\n", false),
+            ("", "[permissions]\nmode = \"plan\"\n", false),
+            ("[permissions]\nmode = \"plan\"\n", "[permissions]\nmode = \"dontAsk\"\n", true),
+            ("", "[permissions]\nallow = [\"Write\"]\n", true),
+            ("[permissions]\nallow = [\"Write\"]\n", "", false),
+            ("", "[permissions]\ndeny = [\"Write\"]\n", false),
+            ("[permissions]\ndeny = [\"Write\"]\n", "", true),
+            ("[permissions]\nask = [\"Write\"]\n", "", true),
+            ("", "[permissions]\nprotected = [\"a.sh\"]\n", false),
+            ("[permissions]\nprotected = [\"a.sh\"]\n", "", true),
+            ("", "[tools.Read]\ngrant = { fs_read = [\".\"] }\n", false),
+            ("[tools.Read]\ngrant = { fs_read = [\".\"] }\n", "", true),
+            ("", "[tools.Read]\ngrant = { net = [\"example.com\"] }\n", true),
+            ("", "[tools.Read]\nallow_private_network = true\n", true),
+            ("[tools.Read]\ngrant = { net = [\"*\"] }\n", "[tools.Read]\ngrant = { net = [\"a.com\"] }\n", false),
+            ("[tools.Read]\ngrant = { env = [\"A\"] }\n", "[tools.Read]\ngrant = { env = [\"A\", \"B\"] }\n", true),
+            ("[limits]\ntimeout_ms = 10\n", "[limits]\ntimeout_ms = 20\n", false),
+        ];
+        for (old, new, widens) in table {
+            let found = changes(&pins(old, &ws), &pins(new, &ws));
+            assert!(!found.is_empty() || old.contains("limits"), "{old:?} → {new:?}: no change found");
+            assert_eq!(found.iter().any(|c| c.widens), *widens, "{old:?} → {new:?}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn a_changed_hook_file_widens_and_names_both_digests() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        std::fs::create_dir(ws.join("hooks")).unwrap();
+        std::fs::write(ws.join("hooks/guard.sh"), "exit 0\n").unwrap();
+        let text = "[[hooks.pre_tool_use]]\nmatcher = \"Write\"\ncommand = \"sh hooks/guard.sh\"\n";
+        let old = pins(text, &ws);
+        assert_eq!(changes(&old, &pins(text, &ws)), []);
+        std::fs::write(ws.join("hooks/guard.sh"), "touch pwned\n").unwrap();
+        let wider = widening(text, text, &ws);
+        assert!(wider.is_empty(), "both read now: {wider:?}");
+        let found = changes(&old, &pins(text, &ws));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].widens);
+        let what = &found[0].what;
+        assert!(what.starts_with("hooks/guard.sh changed (sha256 ") && what.contains("… → "), "{what}");
+        // A matcher change is a changed hook.
+        let other = "[[hooks.pre_tool_use]]\nmatcher = \"*\"\ncommand = \"sh hooks/guard.sh\"\n";
+        assert_eq!(
+            widening(text, other, &ws),
+            ["hook changed: pre_tool_use [sh hooks/guard.sh] (matcher \"Write\" → \"*\")"]
+        );
+    }
+
+    #[test]
+    fn pins_round_trip_through_a_private_store() {
+        let state = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        let store = PinStore::open(&state.path().join("toolhost")).unwrap();
+        let mode = std::fs::metadata(state.path().join("toolhost")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let p = pins("[permissions]\ndeny = [\"Bash\"]\n", &ws);
+        assert_eq!(store.read(&ws, p.config.as_deref()).unwrap(), None);
+        store.write(&p).unwrap();
+        assert_eq!(store.read(&ws, p.config.as_deref()).unwrap(), Some(p.clone()));
+        let file = store.path_for(&ws, p.config.as_deref());
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_state_dir_others_can_write_is_refused() {
+        let state = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(state.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = PinStore::open(state.path()).unwrap_err().to_string();
+        assert!(err.contains("writable by its group or by everyone"), "{err}");
+        assert!(err.contains("TOOLHOST_STATE_DIR"), "{err}");
+    }
+}
