@@ -11,7 +11,8 @@
 //! carries the denied content or its size, and no call crashed the host or the guest.
 //!
 //! The CI budget is fixed (`ATTACK_CASES`, default 2,000 sequences, seeded by `ATTACK_SEED`,
-//! default 0, so a failure reproduces); a long campaign raises both (see BENCHMARKS.md).
+//! default 0, so a failure reproduces); a long campaign raises both (see BENCHMARKS.md), and
+//! `ATTACK_SHOW=1` prints every call with its steps and output.
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
@@ -236,14 +237,7 @@ impl Tree {
 
     /// The workspace as at the start (the directory itself stays: the grant holds a handle).
     fn reset(&self) {
-        for entry in fs::read_dir(&self.ws).unwrap() {
-            let path = entry.unwrap().path();
-            if fs::symlink_metadata(&path).unwrap().is_dir() {
-                fs::remove_dir_all(&path).unwrap();
-            } else {
-                fs::remove_file(&path).unwrap();
-            }
-        }
+        toolhost_tests::empty_dir(&self.ws);
         let ws = &self.ws;
         for dir in ["hooks", ".git", "secrets/inner", "pub/sub", "a", "D/E"] {
             fs::create_dir_all(ws.join(dir)).unwrap();

@@ -75,14 +75,7 @@ impl Tree {
 
     /// `g/` as it was at the start (the directory itself stays: the grant holds a handle to it).
     fn reset(&self) {
-        for entry in fs::read_dir(&self.grant).unwrap() {
-            let path = entry.unwrap().path();
-            if fs::symlink_metadata(&path).unwrap().is_dir() {
-                fs::remove_dir_all(&path).unwrap();
-            } else {
-                fs::remove_file(&path).unwrap();
-            }
-        }
+        toolhost_tests::empty_dir(&self.grant);
         let g = &self.grant;
         let secret = format!("{SECRET}{}", "x".repeat(SECRET_SIZE - SECRET.len()));
         for dir in ["a/b", "locked", "private", ".git/hooks"] {

@@ -32,6 +32,19 @@ pub fn process_cpu_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
+/// Remove everything inside `dir` (links themselves, never what they lead to), keeping `dir`:
+/// a runtime's grant holds a handle to it.
+pub fn empty_dir(dir: &Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if std::fs::symlink_metadata(&path).unwrap().is_dir() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+}
+
 /// A fresh temporary workspace.
 pub fn workspace() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
