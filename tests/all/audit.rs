@@ -84,6 +84,7 @@ fn the_flag_wins_over_the_config_and_the_log_rotates_by_size() {
     for _ in 0..7 {
         let o = run(ws.path(), &["--audit", "log/audit.jsonl", "call", "Read", r#"{"file_path":"a.txt"}"#]);
         assert_exit(&o, 0);
+        assert!(!stderr(&o).contains("audit log"), "a rotation is not tampering: {}", stderr(&o));
     }
     assert!(!ws.path().join("unused.jsonl").exists());
     let base = ws.path().join("log/audit.jsonl");
@@ -92,7 +93,9 @@ fn the_flag_wins_over_the_config_and_the_log_rotates_by_size() {
         let file = ws.path().join("log").join(name);
         assert!(file.exists(), "{name} after rotations");
         assert!(fs::metadata(&file).unwrap().len() <= 700, "{name} is within max_bytes");
-        total += lines(&file).len();
+        let lines = lines(&file);
+        assert!(lines.iter().all(|l| l["kind"] != "tamper"), "{lines:?}");
+        total += lines.len();
     }
     assert!(!ws.path().join("log/audit.jsonl.4").exists(), "three rotated files are kept");
     assert!(total < 7 * 2, "the oldest lines were dropped: {total}");
@@ -250,4 +253,92 @@ fn a_trap_and_an_ask_answered_on_a_terminal_are_logged() {
     assert_eq!((ask["decision"].as_str(), ask["answer"].as_str()), (Some("ask"), Some("allow_once")), "{ask}");
     let call = log.iter().find(|l| l["kind"] == "call" && l["tool"] == "Write").unwrap();
     assert_eq!(call["outcome"], "success", "{call}");
+}
+
+/// Behind the guard, in depth: a log moved away, removed or replaced during a run (here by a
+/// hook, which the guard does not stop: it stands for a guard bug) is put back whole, the
+/// replacement is kept aside, and both stderr and the log say so. No line is lost.
+#[test]
+fn a_log_replaced_or_removed_during_a_run_is_restored_whole() {
+    for (name, tamper, said) in [
+        ("replaced", "mv audit.jsonl moved.jsonl\nprintf '{\"kind\":\"forged\"}\\n' > audit.jsonl\n", "was replaced"),
+        ("removed", "rm audit.jsonl\n", "was removed"),
+    ] {
+        let ws = workspace();
+        let ws_path = ws.path().canonicalize().unwrap();
+        fs::write(ws_path.join("a.txt"), "hello\n").unwrap();
+        fs::create_dir(ws_path.join("hooks")).unwrap();
+        fs::write(ws_path.join("hooks/tamper.sh"), format!("cd \"$CLAUDE_PROJECT_DIR\"\n{tamper}")).unwrap();
+        let toml = "[permissions]\nallow = [\"Write\"]\n\n[[hooks.pre_tool_use]]\nmatcher = \"Write\"\n\
+                    command = \"sh hooks/tamper.sh\"\n";
+        fs::write(ws_path.join("toolhost.toml"), toml).unwrap();
+        let turn = json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": "r1", "name": "Read", "input": {"file_path": "a.txt"}},
+            {"type": "tool_use", "id": "w1", "name": "Write", "input": {"file_path": "b.txt", "content": "x"}},
+        ]});
+        let o = run_with_stdin(&ws_path, &["--audit", "audit.jsonl", "run"], &turn.to_string());
+        assert_exit(&o, 0);
+        assert!(stderr(&o).contains(said), "{name}: {}", stderr(&o));
+        let log = lines(&ws_path.join("audit.jsonl"));
+        for (kind, id) in [("decision", "r1"), ("call", "r1"), ("decision", "w1"), ("call", "w1")] {
+            find(&log, kind, id);
+        }
+        let tamper: Vec<_> = log.iter().filter(|l| l["kind"] == "tamper").collect();
+        assert_eq!(tamper.len(), 1, "{name}: {log:?}");
+        assert!(tamper[0]["what"].as_str().unwrap().contains(said), "{name}: {tamper:?}");
+        assert!(log.iter().all(|l| l["kind"] != "forged"), "{name}: {log:?}");
+        let summary = run(&ws_path, &["audit", "audit.jsonl", "--json"]);
+        let summary: Value = serde_json::from_str(&stdout(&summary)).unwrap();
+        assert_eq!(summary["calls"], 2);
+        assert_eq!(summary["malformed"], json!([]));
+        assert!(summary["tampering"][0].as_str().unwrap().contains(said), "{summary}");
+        let aside: Vec<_> = fs::read_dir(&ws_path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("audit.jsonl.replaced-"))
+            .collect();
+        match name {
+            "replaced" => {
+                assert_eq!(aside.len(), 1, "{aside:?}");
+                assert!(fs::read_to_string(ws_path.join(&aside[0])).unwrap().contains("forged"));
+            }
+            _ => assert!(aside.is_empty(), "{aside:?}"),
+        }
+    }
+}
+
+/// A log replaced or cut short between two runs is reported by the next start (on stderr and
+/// as the log's first new line); an untouched log, or one rotated by toolhost, is not.
+#[test]
+fn a_log_replaced_or_shortened_between_runs_is_reported_at_the_next_start() {
+    let ws = workspace();
+    fs::write(ws.path().join("a.txt"), "hello\n").unwrap();
+    let log = ws.path().join("audit.jsonl");
+    let call = |ws: &Path| run(ws, &["--audit", "audit.jsonl", "call", "Read", r#"{"file_path":"a.txt"}"#]);
+    let first = call(ws.path());
+    assert_exit(&first, 0);
+    let again = call(ws.path());
+    assert_exit(&again, 0);
+    assert!(!stderr(&again).contains("audit log"), "an untouched log: {}", stderr(&again));
+
+    // Replaced: a new file at the name, as long as the old one (the file system may give it the
+    // old inode: the content tells).
+    let len = fs::metadata(&log).unwrap().len() as usize;
+    fs::remove_file(&log).unwrap();
+    fs::write(&log, format!("{}\n", " ".repeat(len - 1))).unwrap();
+    let o = call(ws.path());
+    assert_exit(&o, 0);
+    assert!(stderr(&o).contains("since the last run"), "{}", stderr(&o));
+    fs::write(&log, fs::read_to_string(&log).unwrap().trim_start()).unwrap();
+    assert_eq!(lines(&log)[0]["kind"], "tamper");
+
+    // Shortened: the same file, truncated.
+    fs::write(&log, "").unwrap();
+    let o = call(ws.path());
+    assert_exit(&o, 0);
+    assert!(stderr(&o).contains("was shortened since the last run"), "{}", stderr(&o));
+    assert!(lines(&log)[0]["what"].as_str().unwrap().contains("shortened"));
+
+    let o = call(ws.path());
+    assert!(!stderr(&o).contains("audit log"), "reported once: {}", stderr(&o));
 }

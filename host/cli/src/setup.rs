@@ -196,7 +196,12 @@ async fn build_and_load(
     };
     let events = match &audit_file {
         Some(file) => {
-            let log = crate::audit::AuditLog::open(file, config.audit.log_inputs, config.audit.max_bytes())?;
+            let log = crate::audit::AuditLog::open(
+                file,
+                config.audit.log_inputs,
+                config.audit.max_bytes(),
+                crate::pins::state_dir().as_deref(),
+            )?;
             let inner = events;
             Arc::new(move |event: Event| {
                 log.record(&event);

@@ -472,6 +472,17 @@ pub enum PinError {
     },
 }
 
+/// A private subdirectory `NAME` of toolhost's state directory, created 0700 if missing: for
+/// other records the host keeps out of every tool's reach (the audit log's mark).
+///
+/// # Errors
+///
+/// [`PinError::StateDir`] as for [`PinStore::open`].
+pub fn state_subdir(state_dir: &Path, name: &str) -> Result<PathBuf, PinError> {
+    let state = private_dir_for(state_dir, STATE_ROLE).map_err(PinError::StateDir)?;
+    private_dir_for(&state.join(name), STATE_ROLE).map_err(PinError::StateDir)
+}
+
 /// The name of the pin file of a workspace and config file in `STATE_DIR/pins/`: a digest of
 /// both paths.
 pub fn file_name(workspace: &Path, config: Option<&Path>) -> String {

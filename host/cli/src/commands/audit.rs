@@ -38,6 +38,9 @@ struct Summary {
     bytes_out: u64,
     first: Option<String>,
     last: Option<String>,
+    /// What toolhost found done to the log by someone else (`TIME: what`), from its `tamper`
+    /// lines.
+    tampering: Vec<String>,
     /// Line numbers (from 1) of lines that are not audit records.
     malformed: Vec<usize>,
 }
@@ -54,9 +57,13 @@ impl Summary {
     /// Count one record; `false` if it is not one.
     fn record(&mut self, v: &Value) -> bool {
         let text = |k: &str| v.get(k).and_then(Value::as_str);
-        let (Some(kind), Some(tool), Some(time)) = (text("kind"), text("tool"), text("time")) else { return false };
-        match kind {
-            "decision" => {
+        let (Some(kind), Some(time)) = (text("kind"), text("time")) else { return false };
+        match (kind, text("tool")) {
+            ("tamper", _) => {
+                let Some(what) = text("what") else { return false };
+                self.tampering.push(format!("{time}: {what}"));
+            }
+            ("decision", Some(tool)) => {
                 let (Some(decision), Some(by)) = (text("decision"), text("by")) else { return false };
                 let shown = match text("answer") {
                     Some(answer) => format!("{decision} → {answer}"),
@@ -69,7 +76,7 @@ impl Summary {
                     *self.denials.entry(format!("{tool}: {by}")).or_default() += 1;
                 }
             }
-            "call" => {
+            ("call", Some(tool)) => {
                 let Some(outcome) = text("outcome") else { return false };
                 self.calls += 1;
                 *self.calls_per_tool.entry(tool.to_string()).or_default() += 1;
@@ -113,6 +120,12 @@ impl Summary {
             outln!("{title}:");
             for (key, n) in map {
                 outln!("  {n:>6}  {key}");
+            }
+        }
+        if !self.tampering.is_empty() {
+            outln!("tampering found ({}):", self.tampering.len());
+            for what in &self.tampering {
+                outln!("  {what}");
             }
         }
         if !self.malformed.is_empty() {
