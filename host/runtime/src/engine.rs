@@ -88,7 +88,7 @@ fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     // wasi:http too; every request is checked against the call's net grant (see http.rs).
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     // Every path operation is checked against the call's protected paths and deny rules, and
-    // preopens come from handles held since load (see fsguard.rs).
+    // preopens come from handles held since load (see `fsguard/`).
     crate::fsguard::add_to_linker(&mut linker, HostState::guarded_fs)?;
     // Name lookups are checked against the call's net grant before any resolution.
     crate::net::add_to_linker(&mut linker, HostState::lookup)?;

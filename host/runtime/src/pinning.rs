@@ -1,7 +1,7 @@
 //! Granted directories resolved once, at load: each is canonicalised, must stay inside the
 //! real path of every directory it was derived from (the grant entry, the ceiling entry, and the
 //! workspace when it was named inside it), and is opened then. Calls get duplicates of that
-//! handle (fsguard.rs), so a granted subdirectory replaced by a link later reaches nothing new.
+//! handle (`fsguard/`), so a granted subdirectory replaced by a link later reaches nothing new.
 
 use crate::fsguard::Preopen;
 use std::path::{Path, PathBuf};

@@ -347,7 +347,7 @@ pub struct Runtime {
     /// toolhost's private state directory, when one was set (no grant may reach it).
     state_dir: Option<PathBuf>,
     /// Protected paths, files asked before writing and path deny rules, enforced inside the
-    /// sandbox for every tool (fsguard.rs).
+    /// sandbox for every tool (`fsguard/`).
     pub(crate) fs_policy: Arc<PathPolicy>,
     /// Writes saved results there without following planted links.
     pub(crate) spill: SpillDir,

@@ -112,7 +112,7 @@ pub(crate) struct HostState {
     /// Open name lookups: resource rep → the name being resolved.
     lookups: HashMap<u32, String>,
     http: WasiHttpCtx,
-    /// The call's filesystem guard: preopens, protected paths, deny rules (see fsguard.rs).
+    /// The call's filesystem guard: preopens, protected paths, deny rules (see `fsguard/`).
     pub fs: FsGuard,
     /// Sends the call's `wasi:http` requests, checked against `net` (see http.rs).
     http_hooks: HttpHooks,
@@ -166,7 +166,7 @@ impl HostState {
         };
     }
 
-    /// The guarded `wasi:filesystem` view (see fsguard.rs).
+    /// The guarded `wasi:filesystem` view (see `fsguard/`).
     pub(crate) fn guarded_fs(&mut self) -> GuardedFs<'_> {
         GuardedFs {
             inner: wasmtime_wasi::filesystem::WasiFilesystemCtxView {
