@@ -92,6 +92,38 @@ fn a_changed_hook_script_is_refused_until_trusted() {
     assert!(fx.path("changed-ran").exists(), "the trusted hook runs");
 }
 
+/// Interpreters load a script's neighbours, so the whole directory protected for a hook is
+/// pinned: a neighbour changed, or a file planted beside the script (behind the guard, which
+/// stands for a guard bug here), waits for a person like the script itself. A Python hook writes
+/// no `__pycache__` there, so running it changes nothing.
+#[test]
+fn a_changed_or_planted_neighbour_of_a_hook_script_is_refused_until_trusted() {
+    let hook = "[[hooks.pre_tool_use]]\ncommand = \"python3 hooks/guard.py\"\n";
+    let fx = Fixture::new(hook);
+    fs::write(fx.path("hooks/guard.py"), "import sys, lib\nsys.stdin.read()\nlib.mark()\n").unwrap();
+    fs::write(fx.path("hooks/lib.py"), "def mark():\n    open('ran.txt', 'a').write('guard\\n')\n").unwrap();
+    for runs in 1..=2 {
+        let o = fx.run(&["call", "Read", READ]);
+        ok(&o);
+        assert_eq!(stderr(&o), "", "no question: {}", stderr(&o));
+        assert_eq!(fx.guard_runs(), runs);
+    }
+    assert!(!fx.path("hooks/__pycache__").exists(), "the hook wrote byte code beside itself");
+
+    fs::write(fx.path("hooks/lib.py"), "def mark():\n    open('changed-ran', 'w')\n").unwrap();
+    fails(&fx.run(&["call", "Read", READ]), "hooks/lib.py changed (sha256 ");
+    ok(&fx.run(&["trust"]));
+    ok(&fx.run(&["call", "Read", READ]));
+    assert!(fx.path("changed-ran").exists(), "the trusted neighbour runs");
+
+    fs::create_dir(fx.path("hooks/__pycache__")).unwrap();
+    fs::write(fx.path("hooks/__pycache__/lib.cpython-311.pyc"), "planted").unwrap();
+    fails(&fx.run(&["call", "Read", READ]), "hooks/__pycache__/lib.cpython-311.pyc is new (sha256 ");
+    std::os::unix::fs::symlink("/etc/passwd", fx.path("hooks/other.py")).unwrap();
+    let all = fails(&fx.run(&["call", "Read", READ]), "hooks/other.py is new (link to /etc/passwd)");
+    assert!(all.contains("lib.cpython-311.pyc is new"), "{all}");
+}
+
 #[test]
 fn a_config_that_gains_a_hook_is_refused() {
     let fx = Fixture::new("[permissions]\ndeny = [\"WebFetch\"]\n");

@@ -164,6 +164,57 @@ pub fn hook_files(hook: &HookConfig, workspace: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// The directories inside the workspace that are protected for a hook because what it runs
+/// lives there (interpreters load neighbours: `lib.sh`, an imported module): each is pinned
+/// whole ([`pin_dir`]), so that a neighbour changed behind the guard is caught like the script.
+/// Outside the workspace only the files themselves are pinned.
+fn hook_dirs(hook: &HookConfig, workspace: &Path) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let Ok(paths) = toolhost_policy::hook_protected_paths(hook, workspace, home.as_deref()) else { return Vec::new() };
+    let mut dirs: Vec<PathBuf> = paths
+        .into_iter()
+        .filter(|p| p.starts_with(workspace) && p.symlink_metadata().is_ok_and(|m| m.is_dir()))
+        .collect();
+    dirs.sort();
+    // A directory inside another is walked with it.
+    dirs.dedup_by(|inner, outer| inner.starts_with(outer));
+    dirs
+}
+
+/// Entries of one hook directory pinned at most; a bigger one is pinned by its count only.
+const MAX_PINNED_ENTRIES: usize = 1000;
+
+/// Pin every entry beneath `dir` (not following links; a link is pinned by its text, a
+/// directory walked, anything else by [`file_digest`]). More than [`MAX_PINNED_ENTRIES`]:
+/// the directory itself is pinned as "too many entries", and its files are not.
+fn pin_dir(dir: &Path, files: &mut BTreeMap<PathBuf, String>) {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            if found.len() >= MAX_PINNED_ENTRIES {
+                files.insert(dir.to_path_buf(), format!("more than {MAX_PINNED_ENTRIES} entries, not pinned"));
+                return;
+            }
+            let path = entry.path();
+            let digest = match entry.file_type() {
+                Ok(t) if t.is_dir() => {
+                    pending.push(path);
+                    continue;
+                }
+                Ok(t) if t.is_symlink() => match std::fs::read_link(&path) {
+                    Ok(target) => format!("link to {}", target.display()),
+                    Err(_) => "unreadable".into(),
+                },
+                _ => file_digest(&path),
+            };
+            found.push((path, digest));
+        }
+    }
+    files.extend(found);
+}
+
 /// The digest of a hook file as pins record it: `sha256:HEX`, or `missing`, `not a regular
 /// file`, `unreadable`. The last component is not followed (hook files are recorded by their
 /// real path, so a link there was planted since), and a FIFO never blocks the read.
@@ -269,7 +320,14 @@ impl Pins {
     /// very text it was parsed from.
     pub fn current(config: &Config, config_path: Option<&Path>, workspace: &Path) -> Pins {
         let summary = Summary::of(config, workspace);
-        let files = summary.hooks.iter().flat_map(|h| &h.files).map(|f| (f.clone(), file_digest(f))).collect();
+        let mut files: BTreeMap<PathBuf, String> =
+            summary.hooks.iter().flat_map(|h| &h.files).map(|f| (f.clone(), file_digest(f))).collect();
+        let hooks = &config.hooks;
+        for hook in hooks.pre_tool_use.iter().chain(&hooks.post_tool_use).chain(&hooks.post_tool_use_failure) {
+            for dir in hook_dirs(hook, workspace) {
+                pin_dir(&dir, &mut files);
+            }
+        }
         Pins {
             format: FORMAT,
             workspace: workspace.to_path_buf(),

@@ -66,7 +66,7 @@ impl CommandHooks {
     ///
     /// Each hook is `sh -c COMMAND` in the workspace, in a process group of its own, with the
     /// environment of this process plus `CLAUDE_PROJECT_DIR` and `TOOLHOST_WORKSPACE` (both the
-    /// workspace). Its stdin is `input` as one JSON line; its stdout and stderr are kept up to
+    /// workspace) and `PYTHONDONTWRITEBYTECODE=1` (the hook's directory is pinned whole). Its stdin is `input` as one JSON line; its stdout and stderr are kept up to
     /// 1 MiB each. A hook is finished when it has exited and closed both streams; at its
     /// timeout its whole process group is killed.
     ///
@@ -196,6 +196,9 @@ async fn execute(hook: &CommandHook, workspace: &Path, payload: &[u8]) -> Result
         .current_dir(workspace)
         .env("CLAUDE_PROJECT_DIR", workspace)
         .env("TOOLHOST_WORKSPACE", workspace)
+        // A hook's directory is pinned whole: Python must not add `__pycache__` files to it
+        // (each would read as a new file to confirm at the next start).
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
