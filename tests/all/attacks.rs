@@ -5,6 +5,9 @@
 //! call, where the guard's per-call memory lives, over a workspace holding protected files
 //! (the config in use, a hook directory), a file other programs run (`.git/config`, asked:
 //! with no one to ask, refused), a read-denied subtree and a directory outside the grant.
+//! Besides single steps, the generator builds chains of the shape that poisons what a guard
+//! learned ([`Model::chain`]); against ff7fe72's guard they find issue 29's class on every seed
+//! tried (BENCHMARKS.md).
 //!
 //! After every sequence: the protected files, the denied subtree and the outside directory
 //! are byte-identical with the same inodes, nothing appeared beside the workspace, no result
@@ -56,12 +59,33 @@ const LINK_TARGETS: &[&str] = &[
     "../../outside",
 ];
 
-/// The operations, weighted towards what changes the tree.
+/// The operations, weighted towards what changes the tree. A `chain` is several steps of the
+/// shape that poisons what a guard learned: learn a directory (list, stat, open it), put a link
+/// in it (a symlink, a hard link or a rename of a link, or a directory), then go through that
+/// name to a protected or denied one ([`Model::chain`]).
 const OPS: &[&str] = &[
     "write", "write", "append", "read", "read", "stat", "stat", "list", "list", "list", "mkdir", "mkdir", "symlink",
     "symlink", "symlink", "hardlink", "hardlink", "hardlink", "rename", "rename", "rename", "rename", "remove", "open",
-    "open", "read_in",
+    "open", "read_in", "chain", "chain", "chain", "chain",
 ];
+
+/// What a chain's last step goes for beyond the name it planted: what the host runs or obeys
+/// and what a rule denies, from the workspace (a link up) or from inside their directories.
+const PROTECTED_NAMES: &[&str] = &[
+    "toolhost.toml",
+    "hooks/guard.sh",
+    "hooks/lib.sh",
+    ".git/config",
+    "secrets/id.key",
+    "guard.sh",
+    "lib.sh",
+    "config",
+    "id.key",
+    "inner/deep.key",
+];
+
+/// Where a chain's link points: up (to the workspace or beyond), or into what is guarded.
+const CHAIN_TARGETS: &[&str] = &["..", "../..", "../../..", "../hooks", "../secrets", "../.git", "../../hooks"];
 const OPEN_FLAGS: &[&str] = &["read", "write", "create,write", "create,truncate,write", "directory,read"];
 
 /// One step as generated: choices that [`Model::step`] turns into a concrete input, given
@@ -111,6 +135,8 @@ struct Model {
     /// directories.
     paths: Vec<String>,
     dirs: Vec<String>,
+    /// The symlinks made (or met), for hard links and renames of links.
+    links: Vec<String>,
     absolute_targets: Vec<String>,
 }
 
@@ -124,6 +150,7 @@ impl Model {
             ws: ws.to_path_buf(),
             paths: dirs.iter().chain(&files).map(|p| p.to_string()).collect(),
             dirs: dirs.iter().map(|d| d.to_string()).collect(),
+            links: vec!["pub/planted".to_string()],
             absolute_targets: [
                 ws.join("toolhost.toml"),
                 ws.join("secrets"),
@@ -174,7 +201,83 @@ impl Model {
         }
     }
 
-    /// The concrete input for `raw`, learning what it may make.
+    /// The concrete inputs for `raw` (one step, or a chain's several), learning what they may
+    /// make.
+    fn steps(&mut self, raw: &RawStep) -> Vec<Value> {
+        match OPS[raw.op] {
+            "chain" => self.chain(raw),
+            _ => vec![self.step(raw)],
+        }
+    }
+
+    /// A chain: (1) learn the directory X (list it to the end, stat or open it, or stat the
+    /// name about to be planted), (2) plant a name N in X that leads elsewhere (a symlink; a
+    /// hard link of a symlink, made first when none is known; a link renamed there; a
+    /// directory), (3) go through `X/N/` to a protected or denied name (write, append, rename a
+    /// payload over it, link it, stat it, read it). Each part is chosen from the step's bits.
+    fn chain(&mut self, raw: &RawStep) -> Vec<Value> {
+        let bits = raw.link;
+        let among_recent = |list: &[String], index: usize| {
+            let from = if index.is_multiple_of(2) { list.len().saturating_sub(4) } else { 0 };
+            list[from + (index / 2) % (list.len() - from)].clone()
+        };
+        let x = among_recent(&self.dirs, raw.path.index);
+        let n = format!("{x}/{}", ["s", "sub", "l", "up"][raw.path.fresh % 4]);
+        let through = format!("{n}/{}", PROTECTED_NAMES[raw.other.index % PROTECTED_NAMES.len()]);
+        let up = CHAIN_TARGETS[raw.other.fresh % CHAIN_TARGETS.len()];
+        let step = |op: &str, path: &str, target: &str, follow: Option<bool>| {
+            let mut v = json!({"op": op, "path": path, "target": target, "content": "PWNED"});
+            if let Some(f) = follow {
+                v["follow"] = json!(f);
+            }
+            v
+        };
+        let mut out = Vec::new();
+        match bits % 5 {
+            0 | 1 => out.push(step("list", &x, "", None)),
+            2 => out.push(step("stat", &x, "", Some(true))),
+            3 => out.push(step("open", &x, "", None)),
+            _ => out.push(step("stat", &n, "", Some(false))),
+        }
+        match (bits / 5) % 4 {
+            0 => out.push(step("symlink", &n, up, None)),
+            kind @ (1 | 2) => {
+                let source = match self.links.last() {
+                    Some(link) if raw.flags % 2 == 0 => link.clone(),
+                    _ => {
+                        let dir = among_recent(&self.dirs, raw.other.index);
+                        let link = format!("{dir}/lk");
+                        out.insert(0, step("symlink", &link, up, None));
+                        self.links.push(link.clone());
+                        link
+                    }
+                };
+                match kind {
+                    1 => out.push(step("hardlink", &n, &source, Some(false))),
+                    _ => out.push(step("rename", &source, &n, None)),
+                }
+            }
+            _ => out.push(step("mkdir", &n, "", None)),
+        }
+        self.links.push(n.clone());
+        self.learn(&n, true);
+        let payload = "pub/payload";
+        match (bits / 20) % 7 {
+            0 => out.push(step("write", &through, "", raw.follow)),
+            1 => out.push(step("append", &through, "", raw.follow)),
+            2 => {
+                out.push(step("write", payload, "", None));
+                out.push(step("rename", payload, &through, None));
+            }
+            3 => out.push(step("hardlink", &through, "pub/a.txt", Some(false))),
+            4 => out.push(step("stat", &through, "", raw.follow)),
+            5 => out.push(step("read", &through, "", raw.follow)),
+            _ => out.push(step("symlink", &through, "PWNED", None)),
+        }
+        out
+    }
+
+    /// The concrete input for `raw` (not a chain), learning what it may make.
     fn step(&mut self, raw: &RawStep) -> Value {
         let op = OPS[raw.op];
         let path = self.pick(&raw.path);
@@ -198,7 +301,10 @@ impl Model {
             "mkdir" => self.learn(&path, true),
             "write" | "append" | "open" => self.learn(&path, false),
             // A link may lead to a directory: later steps try paths through it.
-            "symlink" => self.learn(&path, true),
+            "symlink" => {
+                self.learn(&path, true);
+                self.links.push(path.clone());
+            }
             "hardlink" => self.learn(&path, self.dirs.contains(&other)),
             "rename" => {
                 let dir = self.dirs.contains(&path);
@@ -344,7 +450,7 @@ fn campaign(cases: u32, seed: u64) -> Tally {
         let mut model = Model::new(&tree.ws);
         let mut shown = Vec::new();
         for raw in &calls {
-            let steps: Vec<Value> = raw.iter().map(|r| model.step(r)).collect();
+            let steps: Vec<Value> = raw.iter().flat_map(|r| model.steps(r)).collect();
             let input = json!({"op": "steps", "steps": steps});
             shown.push(input.clone());
             let result = tokio.block_on(call(&rt, &session, "Hostile", input));
