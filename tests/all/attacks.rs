@@ -243,7 +243,7 @@ impl Model {
             0 => out.push(step("symlink", &n, up, None)),
             kind @ (1 | 2) => {
                 let source = match self.links.last() {
-                    Some(link) if raw.flags % 2 == 0 => link.clone(),
+                    Some(link) if raw.flags.is_multiple_of(2) => link.clone(),
                     _ => {
                         let dir = among_recent(&self.dirs, raw.other.index);
                         let link = format!("{dir}/lk");
