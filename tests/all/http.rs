@@ -325,3 +325,43 @@ async fn webfetch_has_no_network_unless_granted() {
     let r = call(&rt, &Session::new(), "WebFetch", json!({"url": "file:///etc/passwd"})).await;
     assert_eq!(r.outcome, OutcomeKind::ValidateError, "{r:?}");
 }
+
+/// The host a permission rule judges is the host WebFetch reaches, however the model spells the
+/// URL (issue 30: user info holding a backslash, a leading space, IPv4 in hex, a trailing dot,
+/// backslashes for slashes were judged as another host, or as text, and fetched anyway).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_url_is_judged_by_the_host_it_is_fetched_from() {
+    let ws = workspace();
+    let server = Server::start(true, |_| ok_response("text/html; charset=utf-8", PAGE));
+    let port = server.port;
+    let grant = format!("[tools.WebFetch]\ngrant = {{ net = [\"127.0.0.1:{port}\"] }}\n");
+    let spellings = [
+        format!("http://127.0.0.1:{port}\\@example.com/"),
+        format!(" http://127.0.0.1:{port}/"),
+        format!("\thttp://127.0.0.1:{port}/"),
+        format!("http://0x7f.1:{port}/"),
+        format!("HTTP://127.0.0.1.:{port}/"),
+        format!("http:\\\\127.0.0.1:{port}\\notes"),
+        format!("http:127.0.0.1:{port}/"),
+    ];
+    let denying = net_rt(ws.path(), &format!("[permissions]\ndeny = [\"WebFetch(domain:127.0.0.1)\"]\n{grant}")).await;
+    for url in &spellings {
+        let r = call(&denying, &Session::new(), "WebFetch", json!({"url": url})).await;
+        assert_eq!(r.outcome, OutcomeKind::PermissionDenied, "{url:?}: {}", r.text());
+        assert!(r.text().contains("WebFetch(domain:127.0.0.1)"), "{url:?}: {}", r.text());
+    }
+    assert_eq!(server.hits(), 0, "a denied host was reached");
+    // A URL that does not parse is refused, not judged as text.
+    let r = call(&denying, &Session::new(), "WebFetch", json!({"url": "http://[127.0.0.1/"})).await;
+    assert!(r.is_error, "{r:?}");
+
+    // Where the host is not denied, every spelling reaches it: the tool is given the URL as the
+    // rules judged it.
+    let allowing =
+        net_rt(ws.path(), &format!("[permissions]\ndeny = [\"WebFetch(domain:example.com)\"]\n{grant}")).await;
+    for url in &spellings {
+        let r = call(&allowing, &Session::new(), "WebFetch", json!({"url": url})).await;
+        assert!(ok(&r).contains("Release 2.0"), "{url:?}: {}", r.text());
+    }
+    assert_eq!(server.hits(), spellings.len());
+}

@@ -57,7 +57,9 @@ pub use net::{
 };
 pub use path::{normalize, resolve};
 pub use path_pattern::{PathPattern, PathPatternError};
-pub use permission::{Decision, Mode, ModeError, Request, Rule, RuleError, RulePattern, Rules, SubjectKind};
+pub use permission::{
+    Decision, Mode, ModeError, Request, Rule, RuleError, RulePattern, RulePatternError, Rules, SubjectKind, UrlSubject,
+};
 pub use source::{OciRef, ToolRef, ToolRefError};
 pub use trust::{PublicKey, PublicKeyError, SignerConfig, TrustConfig};
 pub use warnings::{grant_warnings, hook_script_warning};

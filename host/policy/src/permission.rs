@@ -4,7 +4,11 @@
 //! the tool's `permission-subject` (e.g. `/file_path`):
 //! - paths: gitignore-style globs ([`PathPattern`]), relative to the workspace (`src/**`,
 //!   `*.env` at any depth), or absolute with a leading `//` (`//etc/**`);
-//! - URLs: host patterns (`api.github.com`, `*.github.com`, or Claude Code's `domain:HOST`);
+//! - URLs: host patterns (`api.github.com`, `*.github.com`, or Claude Code's `domain:HOST`),
+//!   matched against the host the WHATWG parser (the `url` crate, which WebFetch uses) finds,
+//!   normalised as the fetch reaches it (case, trailing dot, percent-encoding, IDNA, IPv4
+//!   forms), with [`NetPattern::matches_host`], the one host matcher of rules and network
+//!   grants. A URL subject that does not parse is refused ([`Rules::decide_with_hook`]);
 //! - anything else: the exact value, or a prefix with `prefix:*`.
 //!
 //! A rule's subject kind is only known when a call arrives, so every pattern but a `domain:` or
@@ -14,6 +18,7 @@
 //! Rules combine deny > ask > allow; then the mode decides what no rule covers.
 //!
 
+use crate::net::NetPattern;
 use crate::path::{normalize, resolve};
 use crate::path_pattern::{PathPattern, PathPatternError};
 use std::path::Path;
@@ -36,6 +41,8 @@ pub struct RulePattern {
     text: String,
     /// `None` only for a pattern that is not about paths (`domain:HOST`, `prefix:*`).
     path: Option<PathPattern>,
+    /// The pattern as a host pattern, for URL subjects (`None`: it names no host).
+    host: Option<NetPattern>,
 }
 
 impl RulePattern {
@@ -44,10 +51,16 @@ impl RulePattern {
     ///
     /// # Errors
     ///
-    /// Any other pattern that does not compile as a path glob (see [`PathPattern::new`]).
-    pub fn new(text: &str) -> Result<Self, PathPatternError> {
+    /// A `domain:` pattern that names no host; any other pattern that does not compile as a
+    /// path glob (see [`PathPattern::new`]).
+    pub fn new(text: &str) -> Result<Self, RulePatternError> {
         let path = if text.starts_with("domain:") || text.ends_with(":*") { None } else { Some(text.parse()?) };
-        Ok(RulePattern { text: text.to_string(), path })
+        let host = host_pattern(text.strip_prefix("domain:").unwrap_or(text));
+        if text.starts_with("domain:") && host.is_none() {
+            // A deny rule that could match no host would fail open.
+            return Err(RulePatternError::NotAHost(text.to_string()));
+        }
+        Ok(RulePattern { text: text.to_string(), path, host })
     }
 
     /// The pattern as written.
@@ -59,10 +72,86 @@ impl RulePattern {
     pub fn path(&self) -> Option<&PathPattern> {
         self.path.as_ref()
     }
+
+    /// The pattern as a host pattern for URL subjects; `None` when it names no host.
+    pub fn host(&self) -> Option<&NetPattern> {
+        self.host.as_ref()
+    }
+}
+
+/// A rule's pattern as a host pattern: `*`, `*.SUFFIX` or a host, normalised as the WHATWG
+/// parser normalises a URL's host (case, trailing dot, percent-encoding, IDNA to punycode,
+/// IPv4 written in other forms), so that a rule and a URL compare alike.
+fn host_pattern(text: &str) -> Option<NetPattern> {
+    let text = text.trim();
+    if text == "*" {
+        return text.parse().ok();
+    }
+    let (wild, name) = match text.strip_prefix("*.") {
+        Some(suffix) => ("*.", suffix),
+        None => ("", text),
+    };
+    let normal = match name.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.to_string(),
+        Err(_) => match url::Host::parse(name).ok()? {
+            url::Host::Domain(d) => d,
+            url::Host::Ipv4(ip) => ip.to_string(),
+            url::Host::Ipv6(ip) => format!("[{ip}]"),
+        },
+    };
+    let normal = normal.strip_suffix('.').unwrap_or(&normal);
+    if normal.is_empty() || (!wild.is_empty() && normal.parse::<std::net::IpAddr>().is_ok()) {
+        return None;
+    }
+    format!("{wild}{normal}").parse().ok()
+}
+
+/// A URL subject as the fetch sees it: parsed by the WHATWG parser (the `url` crate), which
+/// trims leading and trailing spaces and controls, drops tabs and newlines, reads `\` as `/`
+/// in http(s) URLs, and normalises the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlSubject {
+    /// The URL serialised: what the tool is given, so that it fetches what was judged.
+    pub canonical: String,
+    /// Its host: a lowercase (punycode) name without a trailing dot, or an IP address.
+    pub host: String,
+}
+
+impl UrlSubject {
+    /// Parse `value` as a URL subject.
+    ///
+    /// # Errors
+    ///
+    /// The parser's reason, when it does not parse as an absolute URL with a host.
+    pub fn parse(value: &str) -> Result<UrlSubject, String> {
+        let url = url::Url::parse(value).map_err(|e| e.to_string())?;
+        let host = match url.host() {
+            Some(url::Host::Domain(d)) => d.strip_suffix('.').unwrap_or(d).to_string(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => return Err("it has no host".to_string()),
+        };
+        if host.is_empty() {
+            return Err("it has no host".to_string());
+        }
+        Ok(UrlSubject { canonical: url.to_string(), host })
+    }
+}
+
+/// Why a rule's pattern does not compile.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum RulePatternError {
+    /// Not a path glob.
+    #[error(transparent)]
+    Path(#[from] PathPatternError),
+    /// A `domain:` pattern that is not a host, `*.domain` or `*`.
+    #[error("{0:?} is not a host pattern: write domain:HOST, domain:*.DOMAIN or domain:*, without a port")]
+    NotAHost(String),
 }
 
 impl FromStr for RulePattern {
-    type Err = PathPatternError;
+    type Err = RulePatternError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         RulePattern::new(s)
@@ -159,17 +248,37 @@ impl SubjectKind {
     /// Guess the kind of a subject from its JSON pointer and value: `http(s)://…` is a URL, a
     /// pointer naming a path or file is a path, the rest is text.
     pub fn infer(pointer: &str, value: &str) -> Self {
-        let lower = value.to_ascii_lowercase();
-        if lower.starts_with("http://") || lower.starts_with("https://") {
+        let name = pointer.rsplit('/').next().unwrap_or("");
+        let field = name.to_ascii_lowercase();
+        let url_field = matches!(field.as_str(), "url" | "uri" | "href")
+            || field.ends_with("_url")
+            || field.ends_with("-url")
+            || name.ends_with("Url");
+        if url_field || looks_like_web_url(value) {
             return SubjectKind::Url;
         }
-        let field = pointer.rsplit('/').next().unwrap_or("").to_ascii_lowercase();
         if field.contains("path") || field.contains("file") || field.contains("dir") {
             SubjectKind::Path
         } else {
             SubjectKind::Text
         }
     }
+}
+
+/// Whether `value` starts, as the WHATWG parser reads it, with the scheme `http:` or `https:`:
+/// after the spaces and controls it trims and without the tabs and newlines it drops, any case
+/// (`http:host`, `http:\\host` and ` HTTP://host` are all web URLs to it).
+fn looks_like_web_url(value: &str) -> bool {
+    let trimmed = value.trim_matches(|c: char| c <= ' ');
+    let scheme: String = trimmed
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .take_while(|c| *c != ':')
+        .take(6)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    (scheme == "http" || scheme == "https")
+        && trimmed.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).nth(scheme.len()) == Some(':')
 }
 
 impl Rule {
@@ -186,36 +295,15 @@ impl Rule {
             SubjectKind::Path => {
                 pattern.path().is_some_and(|p| p.matches(&resolve(value, workspace), &normalize(workspace)))
             }
-            SubjectKind::Url => {
-                let pattern = pattern.as_str();
-                host_matches(pattern.strip_prefix("domain:").unwrap_or(pattern), url_host(value))
-            }
+            SubjectKind::Url => match (UrlSubject::parse(value), pattern.host()) {
+                (Ok(url), Some(host)) => host.matches_host(&url.host),
+                _ => false,
+            },
             SubjectKind::Text => match pattern.as_str().strip_suffix(":*") {
                 Some(prefix) => value.starts_with(prefix),
                 None => value == pattern.as_str(),
             },
         }
-    }
-}
-
-fn url_host(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host_port = authority.rsplit('@').next().unwrap_or("");
-    if let Some(v6) = host_port.strip_prefix('[') {
-        return v6.split(']').next().unwrap_or("");
-    }
-    host_port.split(':').next().unwrap_or("")
-}
-
-fn host_matches(pattern: &str, host: &str) -> bool {
-    let (pattern, host) = (pattern.to_ascii_lowercase(), host.to_ascii_lowercase());
-    if pattern == "*" || pattern == host {
-        return true;
-    }
-    match pattern.strip_prefix("*.") {
-        Some(suffix) => host.ends_with(&format!(".{suffix}")),
-        None => false,
     }
 }
 
@@ -330,10 +418,11 @@ impl Request<'_> {
                     format!("{}({pattern})", self.tool)
                 }
             }
-            // A host a rule cannot hold (the pattern loses whitespace at its ends).
-            Some((value, SubjectKind::Url)) => match url_host(value) {
-                host if host.trim() != host || host.contains('\n') => self.tool.to_string(),
-                host => format!("{}(domain:{host})", self.tool),
+            // The host as the rule will compare it (a URL that does not parse is refused
+            // before anyone is asked).
+            Some((value, SubjectKind::Url)) => match UrlSubject::parse(value) {
+                Ok(url) => format!("{}(domain:{})", self.tool, url.host),
+                Err(_) => self.tool.to_string(),
             },
             _ => self.tool.to_string(),
         }
@@ -395,6 +484,14 @@ impl Rules {
                     && r.matches(&r.tool, req.subject, workspace)
         };
         let find = |rules: &[Rule]| rules.iter().find(|r| covers(r)).cloned();
+        if let Some((value, SubjectKind::Url)) = req.subject
+            && let Err(why) = UrlSubject::parse(value)
+        {
+            return (
+                Decision::Deny,
+                format!("the URL {value:?} does not parse ({why}), so no rule can judge where it leads"),
+            );
+        }
         if let Some(rule) = find(&self.deny) {
             return (Decision::Deny, format!("denied by the rule {rule}"));
         }
@@ -453,7 +550,7 @@ mod tests {
             ("WebFetch(domain:example.com)", "WebFetch", Some("domain:example.com")),
             // Not path globs, so they need not compile as one.
             ("Bash(echo [:*)", "Bash", Some("echo [:*")),
-            ("WebFetch(domain:[x)", "WebFetch", Some("domain:[x")),
+            ("WebFetch(domain:*.Example.COM)", "WebFetch", Some("domain:*.Example.COM")),
         ] {
             let r = rule(text);
             assert_eq!((r.tool.as_str(), pattern(&r).as_deref()), (tool, want), "{text:?}");
@@ -479,6 +576,11 @@ mod tests {
             ("Read([z-a])", "\"[z-a]\" is not a valid path glob: invalid range; 'z' > 'a'"),
             ("Read(//)", "empty path pattern"),
             ("Bash(ls [)", "\"ls [\" is not a valid path glob"),
+            // A domain pattern that names no host would match nothing: a deny rule failing open.
+            ("WebFetch(domain:[x)", "\"domain:[x\" is not a host pattern"),
+            ("WebFetch(domain:h.com:8080)", "\"domain:h.com:8080\" is not a host pattern"),
+            ("WebFetch(domain:a b)", "\"domain:a b\" is not a host pattern"),
+            ("WebFetch(domain:*.1.2.3.4)", "\"domain:*.1.2.3.4\" is not a host pattern"),
         ] {
             let e = bad.parse::<Rule>().expect_err(bad);
             assert_eq!(e.rule, bad, "the rule as written");
@@ -527,6 +629,29 @@ mod tests {
         assert!(url("*.github.com", "https://api.github.com/"));
         assert!(!url("*.github.com", "https://github.com/"));
         assert!(!url("github.com", "https://github.com.evil.net/"));
+        // The host the fetch reaches, whatever the spelling (issue 30: each of these was judged
+        // as another host, or as text, before).
+        for (pattern, subject) in [
+            ("domain:h.test", "http://h.test:8080\\@example.com/"),
+            ("domain:h.test", " http://h.test/"),
+            ("domain:h.test", "\thttp://h.test/"),
+            ("domain:h.test", "ht\ttp://h.test/"),
+            ("domain:h.test", "HTTP://H.TEST./x"),
+            ("domain:h.test", "http://%68.test/"),
+            ("domain:h.test", "http:h.test/"),
+            ("domain:h.test", "http:\\\\h.test\\x"),
+            ("domain:H.Test.", "https://h.test/"),
+            ("domain:bücher.example", "https://xn--bcher-kva.example/"),
+            ("domain:xn--bcher-kva.example", "https://BÜCHER.example/"),
+            ("domain:127.0.0.1", "http://0x7f.1/"),
+            ("domain:127.0.0.1", "http://2130706433/"),
+            ("domain:[::1]", "http://[0:0::1]/"),
+            ("domain:::1", "http://[::1]:80/"),
+            ("*.h.test", "http://a.H.test./"),
+        ] {
+            assert!(url(pattern, subject), "{pattern} should cover {subject:?}");
+        }
+        assert!(!url("domain:example.com", "http://h.test:8080\\@example.com/"));
         let text = |p: &str, v: &str| rule(&format!("Bash({p})")).matches("Bash", Some((v, SubjectKind::Text)), ws);
         assert!(text("npm run:*", "npm run test"));
         assert!(!text("npm run:*", "npx run"));
@@ -534,6 +659,35 @@ mod tests {
         assert!(!text("ls", "ls -la"));
         assert!(!rule("Bash(ls)").matches("Bash", None, ws), "a pattern needs a subject");
         assert!(!rule("Read").matches("Write", None, ws));
+    }
+
+    #[test]
+    fn a_url_subject_that_does_not_parse_is_refused_and_spelled_urls_are_urls() {
+        let ws = Path::new("/w");
+        for value in ["http://[bad/", "http://", "https://exa mple.com/", "http://a:99999/"] {
+            let req = Request {
+                tool: "WebFetch",
+                subject: Some((value, SubjectKind::Url)),
+                read_only: true,
+                grant_inside_workspace: false,
+            };
+            let (d, why) = Rules::default().decide_with_hook(Mode::Bypass, &req, ws, None);
+            assert_eq!(d, Decision::Deny, "{value:?}");
+            assert!(why.contains("does not parse"), "{why}");
+        }
+        for (pointer, value) in [
+            ("/url", "h.test"),
+            ("/prompt", " http://h.test/"),
+            ("/x", "HtTpS:h.test"),
+            ("/x", "h\tttp://h.test"),
+            ("/base_url", "x"),
+            ("/baseUrl", "x"),
+        ] {
+            assert_eq!(SubjectKind::infer(pointer, value), SubjectKind::Url, "{pointer} {value:?}");
+        }
+        for (pointer, value) in [("/curl", "x"), ("/x", "httpx://h"), ("/file_path", "a/http://b")] {
+            assert_ne!(SubjectKind::infer(pointer, value), SubjectKind::Url, "{pointer} {value:?}");
+        }
     }
 
     #[test]

@@ -698,7 +698,12 @@ proptest! {
         let rule: Rule = suggested.parse().map_err(|e| TestCaseError::fail(format!("{suggested:?} does not parse: {e}")))?;
         let rules = Rules { allow: vec![rule], ..Rules::default() };
         let (d, why) = rules.decide(Mode::Default, &req, ws());
-        prop_assert_eq!(d, Decision::Allow, "{} for {:?}: {}", suggested, value, why);
+        // A URL that does not parse is refused before any rule (none can judge it).
+        let want = match kind {
+            SubjectKind::Url if toolhost_policy::UrlSubject::parse(&value).is_err() => Decision::Deny,
+            _ => Decision::Allow,
+        };
+        prop_assert_eq!(d, want, "{} for {:?}: {}", suggested, value, why);
     }
 }
 
@@ -1067,6 +1072,117 @@ proptest! {
         match write {
             Err(FsRefusal::NeedsAsk { .. }) => prop_assert!(approved.is_ok()),
             other => prop_assert_eq!(kind(approved), kind(other)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// URL subjects: the host a rule judges is the host the fetch reaches.
+
+/// A host spelled as people and attackers spell it: case, a trailing dot, percent-encoded
+/// letters, Unicode (IDNA) or punycode, IPv4 in other bases.
+fn host_spelling() -> impl Strategy<Value = (String, String)> {
+    // (the host as a rule names it, a spelling of it in a URL)
+    let name = prop::sample::select(vec!["h.test", "api.example.com", "bücher.example", "xn--bcher-kva.example"]);
+    prop_oneof![
+        (name, prop::collection::vec(0u8..4, 1..20), any::<bool>()).prop_map(|(h, how, dot)| {
+            let mut out = String::new();
+            for (i, c) in h.chars().enumerate() {
+                match how[i % how.len()] {
+                    0 => out.push(c),
+                    1 => out.extend(c.to_uppercase()),
+                    2 if c.is_ascii_alphanumeric() => out.push_str(&format!("%{:02X}", c as u32)),
+                    _ => out.push(c),
+                }
+            }
+            if dot {
+                out.push('.');
+            }
+            (h.to_string(), out)
+        }),
+        prop::sample::select(vec![
+            ("127.0.0.1", "0x7f.1"),
+            ("127.0.0.1", "2130706433"),
+            ("127.0.0.1", "0177.0.0.1"),
+            ("10.1.2.3", "10.0x102.3"),
+            ("::1", "[0:0::1]"),
+            ("::ffff:1.2.3.4", "[::ffff:102:304]"),
+        ])
+        .prop_map(|(h, s)| (h.to_string(), s.to_string())),
+    ]
+}
+
+/// A URL around a host spelling, with what the WHATWG parser forgives or reads its own way:
+/// spaces and controls around it, tabs inside, any scheme case, `\` for `/`, user info that
+/// holds another host, a port.
+fn url_around(host: String) -> impl Strategy<Value = String> {
+    (
+        prop::sample::select(vec!["", " ", "\t", "\n ", "\u{1}", "\u{3000}", "\u{feff}"]),
+        prop::sample::select(vec!["http", "HTTP", "https", "hTtPs", "ht\ttp"]),
+        prop::sample::select(vec!["://", ":", ":/", ":\\\\", ":/\\", "://\\"]),
+        prop::sample::select(vec!["", "user@", "decoy.test@", "a:b@", "decoy.test:80\\@"]),
+        prop::sample::select(vec!["", ":80", ":8080", ":443"]),
+        prop::sample::select(vec!["", "/", "/x?y#z", "\\@decoy.test/", "@decoy.test/", "#@decoy.test"]),
+        prop::sample::select(vec!["", " ", "\t"]),
+    )
+        .prop_map(move |(pre, scheme, sep, user, port, path, post)| {
+            format!("{pre}{scheme}{sep}{user}{host}{port}{path}{post}")
+        })
+}
+
+/// What WebFetch reaches for a URL it is given: its own parse (`url::Url::parse` of the
+/// trimmed input), the host normalised as network grants compare hosts.
+fn fetched_host(value: &str) -> Option<String> {
+    let url = url::Url::parse(value.trim()).ok()?;
+    let host = match url.host()? {
+        url::Host::Domain(d) => d.to_string(),
+        url::Host::Ipv4(ip) => ip.to_string(),
+        url::Host::Ipv6(ip) => ip.to_string(),
+    };
+    Some(host.trim_end_matches('.').to_ascii_lowercase())
+}
+
+fn ascii_host(h: &str) -> String {
+    match url::Host::parse(h) {
+        Ok(url::Host::Domain(d)) => d,
+        _ => h.to_string(),
+    }
+}
+
+proptest! {
+    #![proptest_config(config(2000))]
+
+    /// With `deny = ["WebFetch(domain:H)"]`, no spelling of a URL is both allowed and fetched
+    /// from H: the subject is a URL whatever it looks like, the rule sees the host the fetch
+    /// reaches (the input is given to the tool as the runtime serialises it, and the tool's
+    /// own parse of that is checked too), and what does not parse is refused.
+    #[test]
+    fn a_denied_host_is_never_fetched_however_the_url_is_spelled(
+        (host, url) in host_spelling().prop_flat_map(|(h, s)| (Just(h), url_around(s)))
+    ) {
+        let rules = Rules { deny: vec![format!("WebFetch(domain:{host})").parse().unwrap()], ..Rules::default() };
+        let kind = SubjectKind::infer("/url", &url);
+        prop_assert_eq!(kind, SubjectKind::Url);
+        let req = Request { tool: "WebFetch", subject: Some((&url, kind)), read_only: true, grant_inside_workspace: false };
+        let (decision, why) = rules.decide_with_hook(Mode::Bypass, &req, ws(), None);
+        let target = ascii_host(&host);
+        let canonical = toolhost_policy::UrlSubject::parse(&url).ok().map(|u| u.canonical);
+        for given in [Some(url.clone()), canonical].into_iter().flatten() {
+            if fetched_host(&given).as_deref() == Some(target.as_str()) {
+                prop_assert_eq!(decision, Decision::Deny, "{:?} is fetched from {} but {}", given, target, why);
+            }
+        }
+    }
+
+    /// The same rule never denies a URL of another host, however it is spelled (the rule does
+    /// not fail closed by matching everything).
+    #[test]
+    fn a_denied_host_does_not_deny_others(url in url_around("other.test".to_string())) {
+        let rules = Rules { deny: vec!["WebFetch(domain:h.test)".parse().unwrap()], ..Rules::default() };
+        let req = Request { tool: "WebFetch", subject: Some((&url, SubjectKind::Url)), read_only: true, grant_inside_workspace: false };
+        let (decision, why) = rules.decide_with_hook(Mode::Bypass, &req, ws(), None);
+        if toolhost_policy::UrlSubject::parse(&url).is_ok() {
+            prop_assert_eq!(decision, Decision::Allow, "{:?}: {}", url, why);
         }
     }
 }

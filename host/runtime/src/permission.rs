@@ -78,6 +78,26 @@ pub(crate) fn subject_value(input: &Value, pointer: Option<&str>) -> Option<(Str
     Some((text, kind))
 }
 
+/// `input` with its URL subject replaced by the URL as the rules judge it (the WHATWG
+/// parser's serialisation), when that differs from what the model wrote: the tool then fetches
+/// exactly what was judged, whatever its own parser makes of odd spellings. `None`: nothing to
+/// replace (no URL subject, one already canonical, or one that does not parse, which the
+/// permission step refuses).
+pub(crate) fn canonical_url_input(input: &Value, pointer: Option<&str>) -> Option<Value> {
+    let pointer = pointer?;
+    let Value::String(value) = input.pointer(pointer)? else { return None };
+    if SubjectKind::infer(pointer, value) != SubjectKind::Url {
+        return None;
+    }
+    let url = toolhost_policy::UrlSubject::parse(value).ok()?;
+    if url.canonical == *value {
+        return None;
+    }
+    let mut out = input.clone();
+    *out.pointer_mut(pointer)? = Value::String(url.canonical);
+    Some(out)
+}
+
 /// The mode's name in Claude Code's spelling, as hooks expect in `permission_mode`.
 pub(crate) fn claude_mode_name(mode: Mode) -> &'static str {
     match mode {

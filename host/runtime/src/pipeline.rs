@@ -11,7 +11,7 @@ use crate::fsguard::{FsRules, resolve_at};
 use crate::hooks::{Combined, HookEvent, HookInput, HookResponse, combine};
 use crate::invoke::{Call, CallReturn, Export, FsCall, InvokeCtx, Validate, invoke};
 use crate::outcome::{Failure, INTERRUPTED, OutcomeKind, failure, tool_error};
-use crate::permission::{AskAnswer, AskRequest, claude_mode_name, decide, subject_value};
+use crate::permission::{AskAnswer, AskRequest, canonical_url_input, claude_mode_name, decide, subject_value};
 use crate::result::ContentBlock;
 use crate::result::{ToolResult, map_output};
 use crate::runtime::{LoadedTool, Runtime};
@@ -171,6 +171,12 @@ impl Runtime {
             Ok(input) => input,
             Err(result) => return (result, Updates::default()),
         };
+        // A URL subject from here on is the URL as the rules judge it (hooks, rules, the tool).
+        let subject = tool.info.permission_subject.as_deref();
+        if let Some(canonical) = canonical_url_input(&input_value, subject) {
+            input = canonical.to_string();
+            input_value = std::borrow::Cow::Owned(canonical);
+        }
 
         // 5. PreToolUse hooks: may block, rewrite the input (checked again), add context, decide.
         let pre = self.run_hooks(HookEvent::PreToolUse, tool, id, &input_value, None, None).await;
@@ -187,6 +193,10 @@ impl Runtime {
                 Err(result) => return (with_notes(result, &notes), Updates::default()),
             };
             input_value = std::borrow::Cow::Owned(updated);
+            if let Some(canonical) = canonical_url_input(&input_value, subject) {
+                input = canonical.to_string();
+                input_value = std::borrow::Cow::Owned(canonical);
+            }
         }
 
         // 6. Permission.
