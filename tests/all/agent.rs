@@ -691,3 +691,37 @@ async fn openai_length_in_the_middle_of_a_tool_call_stops_without_running_it() {
     assert_eq!(seen.tools.lock().unwrap().clone(), [("call_1".to_string(), false)]);
     assert!(!ws.path().join("cut.txt").exists());
 }
+
+/// One request has one budget of retries, whether statuses or broken streams spend it (a
+/// stream retried after an overload no longer starts a fresh count); a `retry-after` of `1e30`
+/// is waited as the policy's ceiling, never a panic.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_has_one_budget_of_retries_and_a_huge_retry_after_is_clamped() {
+    let ws = files();
+    let Reply::Stream(mut broken) = Answer::text_only("partial").anthropic() else { unreachable!() };
+    broken.truncate(5);
+    broken.push(Piece::Event {
+        name: Some("error".into()),
+        data: json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).to_string(),
+    });
+    let huge = || Reply::error(529, "overloaded_error", "Overloaded", &[("retry-after", "1e30")]);
+    // Enough failures for two budgets: stream, status, stream, status, stream, status, ….
+    let mut script = Vec::new();
+    for _ in 0..6 {
+        script.push(Reply::Stream(broken.clone()));
+        script.push(huge());
+    }
+    script.push(Answer::text_only("never").anthropic());
+    let server = ModelServer::start(script);
+    let policy = RetryPolicy { max_retries: 4, max_retry_after: Duration::from_millis(1), ..fast_retry() };
+    let provider = Arc::new(Anthropic::new(&server.url, "k").unwrap().with_retry(policy));
+    let rt = runtime_with(ws.path(), Mode::Default).await;
+    let (outcome, seen) = run_agent(rt, provider, options()).await;
+    assert!(outcome.is_err(), "{outcome:?}");
+    assert_eq!(server.requests().len(), 5, "one first attempt and four retries in all");
+    let retries = seen.retries.lock().unwrap().clone();
+    assert_eq!(retries.len(), 4, "{retries:?}");
+    for r in retries.iter().filter(|r| r.status == Some(529)) {
+        assert_eq!(r.delay, Duration::from_millis(1), "cut to max_retry_after: {r:?}");
+    }
+}

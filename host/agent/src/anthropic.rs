@@ -137,9 +137,10 @@ impl Provider for Anthropic {
     async fn send(&self, request: &ModelRequest, sink: &mut dyn TurnSink) -> Result<ModelResponse> {
         let body = request_body(request);
         let endpoint = Endpoint { provider: NAME, url: &self.url, key_env: KEY_ENV };
+        // One budget of retries for the request, whether a status or a broken stream spends it.
         let mut attempts = 0;
         loop {
-            let (response, tries) = retry::send(&self.retry, &endpoint, sink, || {
+            let (response, tries) = retry::send(&self.retry, &endpoint, sink, attempts, || {
                 self.client
                     .post(&self.url)
                     .header("x-api-key", &self.api_key)
@@ -148,7 +149,7 @@ impl Provider for Anthropic {
                     .json(&body)
             })
             .await?;
-            attempts += tries;
+            attempts = tries;
             let mut counted = Counted { sink: &mut *sink, calls: 0 };
             match read(response, &mut counted).await {
                 Ok(acc) => return Ok(acc.finish(attempts)),
@@ -203,10 +204,19 @@ enum Partial {
 }
 
 /// Builds the response from the events.
+///
+/// Blocks are kept by index and, for an index the stream uses more than once (which the API
+/// never does, but a proxy or a faulty server may), by the order they started in: a second
+/// block at a used index is a second block, never one that replaces the first (whose tool call
+/// may have run already).
 #[derive(Default)]
 pub(crate) struct Accumulator {
-    blocks: BTreeMap<u64, Partial>,
-    done: BTreeMap<u64, Block>,
+    /// Open blocks by index, each with its start number.
+    blocks: BTreeMap<u64, (u32, Partial)>,
+    /// Finished blocks by index and start number.
+    done: BTreeMap<(u64, u32), Block>,
+    /// Blocks started so far (the start number of the next).
+    started: u32,
     usage: Usage,
     stop_reason: Option<StopReason>,
 }
@@ -225,6 +235,16 @@ fn usage_into(usage: &mut Usage, v: &Value) {
     }
     if let Some(n) = get("cache_read_input_tokens") {
         usage.cache_read_input_tokens = n;
+    }
+}
+
+/// A block that never stopped, as far as it came; a tool_use in it never ran and keeps no
+/// input.
+fn unfinished(partial: Partial) -> Block {
+    match partial {
+        Partial::Text(t) => Block::Text(t),
+        Partial::ToolUse { id, name, .. } => Block::ToolUse(ToolUse::new(id, name, json!({}))),
+        Partial::Other(v) => Block::Other(v),
     }
 }
 
@@ -264,12 +284,19 @@ impl Accumulator {
                     },
                     _ => Partial::Other(block.clone()),
                 };
-                self.blocks.insert(index, partial);
+                let start = self.started;
+                self.started += 1;
+                // An index still open is started again: the open block is kept as far as it
+                // came (a tool_use in it never ran), and the new one goes after it.
+                if let Some((earlier, open)) = self.blocks.insert(index, (start, partial)) {
+                    self.done.insert((index, earlier), unfinished(open));
+                }
             }
             "content_block_delta" => {
                 let index = index.ok_or_else(|| protocol("no index"))?;
                 let delta = data.get("delta").ok_or_else(|| protocol("no delta"))?;
-                let block = self.blocks.get_mut(&index).ok_or_else(|| protocol("a delta for a block never started"))?;
+                let (_, block) =
+                    self.blocks.get_mut(&index).ok_or_else(|| protocol("a delta for a block never started"))?;
                 let text = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or_default();
                 match (delta.get("type").and_then(Value::as_str).unwrap_or_default(), block) {
                     ("text_delta", Partial::Text(t)) => t.push_str(text("text")),
@@ -302,7 +329,7 @@ impl Accumulator {
             }
             "content_block_stop" => {
                 let index = index.ok_or_else(|| protocol("no index"))?;
-                let Some(partial) = self.blocks.remove(&index) else {
+                let Some((start, partial)) = self.blocks.remove(&index) else {
                     return Err(protocol("a stop for a block never started"));
                 };
                 let block = match partial {
@@ -327,7 +354,7 @@ impl Accumulator {
                         Block::Other(v)
                     }
                 };
-                self.done.insert(index, block);
+                self.done.insert((index, start), block);
             }
             "message_delta" => {
                 if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
@@ -353,13 +380,8 @@ impl Accumulator {
     /// The response, once `message_stop` came. A block still open (never stopped) is kept
     /// as far as it came; a tool_use among them was never run.
     pub(crate) fn finish(mut self, attempts: u32) -> ModelResponse {
-        for (index, partial) in std::mem::take(&mut self.blocks) {
-            let block = match partial {
-                Partial::Text(t) => Block::Text(t),
-                Partial::ToolUse { id, name, .. } => Block::ToolUse(ToolUse::new(id, name, json!({}))),
-                Partial::Other(v) => Block::Other(v),
-            };
-            self.done.insert(index, block);
+        for (index, (start, partial)) in std::mem::take(&mut self.blocks) {
+            self.done.insert((index, start), unfinished(partial));
         }
         ModelResponse {
             message: Message { role: Role::Assistant, content: self.done.into_values().collect() },
@@ -436,6 +458,39 @@ mod tests {
         assert_eq!(r.stop_reason, StopReason::ToolUse);
         assert_eq!(r.usage, Usage { input_tokens: 10, output_tokens: 20, ..Usage::default() });
         assert_eq!(r.message.text(), "Hi");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, failure_persistence: None, ..Default::default() })]
+
+        /// Tool_use blocks streamed at reused indexes (a block started again while open, or
+        /// after it stopped): every call handed on to run is in the message, with its input,
+        /// and no block is lost.
+        #[test]
+        fn no_streamed_call_is_lost_whatever_the_indexes(
+            steps in proptest::collection::vec((0u64..3, proptest::bool::weighted(0.8)), 1..12)
+        ) {
+            let mut acc = Accumulator::default();
+            let mut calls = Calls(Vec::new());
+            for (n, (index, stop)) in steps.iter().enumerate() {
+                let id = format!("t{n}");
+                let start = json!({"type":"content_block_start","index":index,
+                    "content_block":{"type":"tool_use","id":id,"name":"Read","input":{}}});
+                acc.event(&ev("content_block_start", start), &mut calls).unwrap();
+                let delta = json!({"type":"content_block_delta","index":index,
+                    "delta":{"type":"input_json_delta","partial_json":format!("{{\"n\":{n}}}")}});
+                acc.event(&ev("content_block_delta", delta), &mut calls).unwrap();
+                if *stop {
+                    acc.event(&ev("content_block_stop", json!({"type":"content_block_stop","index":index})), &mut calls).unwrap();
+                }
+            }
+            let message = acc.finish(1).message;
+            let in_message: Vec<&ToolUse> = message.tool_uses().collect();
+            proptest::prop_assert_eq!(in_message.len(), steps.len(), "every block is kept: {:?}", in_message);
+            for call in &calls.0 {
+                proptest::prop_assert!(in_message.contains(&call), "{:?} ran but is not in the message", call);
+            }
+        }
     }
 
     #[test]

@@ -142,7 +142,7 @@ impl Provider for OpenAi {
     async fn send(&self, request: &ModelRequest, sink: &mut dyn TurnSink) -> Result<ModelResponse> {
         let body = request_body(request);
         let endpoint = Endpoint { provider: NAME, url: &self.url, key_env: KEY_ENV };
-        let (response, attempts) = retry::send(&self.retry, &endpoint, sink, || {
+        let (response, attempts) = retry::send(&self.retry, &endpoint, sink, 0, || {
             let b = self.client.post(&self.url).header("accept", "text/event-stream").json(&body);
             match &self.api_key {
                 Some(key) => b.bearer_auth(key),
@@ -173,11 +173,18 @@ struct PartialCall {
 
 /// Builds the response from the chunks.
 #[derive(Default)]
+///
+/// Calls are kept by index and, for an index the stream uses for more than one call (a second
+/// `id` at an index, or arguments for an index already handed on), by the order they started
+/// in: a call that reuses an index is a second call, never one that replaces the first.
 pub(crate) struct Accumulator {
     text: String,
-    calls: BTreeMap<u64, PartialCall>,
-    /// Calls already handed to the sink, by index.
-    sent: BTreeMap<u64, ToolUse>,
+    /// Calls being streamed, by index, each with its start number.
+    calls: BTreeMap<u64, (u32, PartialCall)>,
+    /// Calls already handed to the sink, by index and start number.
+    sent: BTreeMap<(u64, u32), ToolUse>,
+    /// Calls started so far (the start number of the next).
+    started: u32,
     finish: Option<String>,
     refused: bool,
     usage: Usage,
@@ -216,8 +223,27 @@ impl Accumulator {
                 for i in earlier {
                     self.send(i, sink);
                 }
-                let partial = self.calls.entry(index).or_default();
-                if let Some(id) = call.get("id").and_then(Value::as_str) {
+                let id = call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty());
+                // Another id at an index in use starts another call there.
+                if let (Some(id), Some((_, open))) = (id, self.calls.get(&index))
+                    && !open.id.is_empty()
+                    && open.id != id
+                {
+                    self.send(index, sink);
+                    if let Some((start, unsent)) = self.calls.remove(&index) {
+                        // Its arguments do not parse: kept as a call that never ran.
+                        let id = if unsent.id.is_empty() { format!("call_{index}") } else { unsent.id };
+                        self.sent.insert((index, start), ToolUse::new(id, unsent.name, json!({})));
+                    }
+                }
+                let started = &mut self.started;
+                let (_, partial) = self.calls.entry(index).or_insert_with(|| {
+                    *started += 1;
+                    (*started - 1, PartialCall::default())
+                });
+                if let Some(id) = id
+                    && partial.id != id
+                {
                     partial.id.push_str(id);
                 }
                 if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
@@ -243,17 +269,17 @@ impl Accumulator {
 
     /// Hand call `index` to the sink if its arguments parse.
     fn send(&mut self, index: u64, sink: &mut dyn TurnSink) {
-        let Some(p) = self.calls.remove(&index) else { return };
+        let Some((start, p)) = self.calls.remove(&index) else { return };
         let id = if p.id.is_empty() { format!("call_{index}") } else { p.id };
         let text = if p.arguments.trim().is_empty() { "{}" } else { p.arguments.as_str() };
         match serde_json::from_str::<Value>(text) {
             Ok(input) => {
                 let call = ToolUse::new(id, p.name, input);
                 sink.tool_use(call.clone());
-                self.sent.insert(index, call);
+                self.sent.insert((index, start), call);
             }
             Err(_) => {
-                self.calls.insert(index, PartialCall { id, name: p.name, arguments: p.arguments });
+                self.calls.insert(index, (start, PartialCall { id, name: p.name, arguments: p.arguments }));
             }
         }
     }
@@ -264,10 +290,10 @@ impl Accumulator {
         if !self.text.is_empty() {
             content.push(Block::Text(std::mem::take(&mut self.text)));
         }
-        let mut calls: BTreeMap<u64, ToolUse> = std::mem::take(&mut self.sent);
-        for (i, p) in std::mem::take(&mut self.calls) {
+        let mut calls: BTreeMap<(u64, u32), ToolUse> = std::mem::take(&mut self.sent);
+        for (i, (start, p)) in std::mem::take(&mut self.calls) {
             let id = if p.id.is_empty() { format!("call_{i}") } else { p.id };
-            calls.insert(i, ToolUse::new(id, p.name, json!({})));
+            calls.insert((i, start), ToolUse::new(id, p.name, json!({})));
         }
         content.extend(calls.into_values().map(Block::ToolUse));
         let stop_reason = if self.refused {
@@ -315,6 +341,49 @@ mod tests {
         assert_eq!(r.stop_reason, StopReason::ToolUse);
         assert_eq!(r.usage.total(), 13);
         assert_eq!(r.message.tool_uses().count(), 2);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 500, failure_persistence: None, ..Default::default() })]
+
+        /// Calls streamed at reused indexes (a second id at an index, arguments for an index
+        /// already handed on, the same id repeated in every chunk): every call handed on to run
+        /// is in the message, with its input, and every id started is there once.
+        #[test]
+        fn no_streamed_call_is_lost_whatever_the_indexes(
+            calls in proptest::collection::vec((0u64..3, proptest::bool::ANY, 1usize..3), 1..10)
+        ) {
+            let mut acc = Accumulator::default();
+            let mut sink = Calls(Vec::new());
+            let chunk = |v: Value| json!({"choices": [{"index": 0, "delta": {"tool_calls": [v]}}]});
+            for (n, (index, repeat_id, pieces)) in calls.iter().enumerate() {
+                let id = format!("c{n}");
+                let args = format!("{{\"n\":{n}}}");
+                let cut = args.len() / 2;
+                let parts: Vec<&str> = if *pieces == 1 { vec![&args] } else { vec![&args[..cut], &args[cut..]] };
+                for (k, part) in parts.iter().enumerate() {
+                    let mut c = json!({"index": index, "function": {"arguments": part}});
+                    if k == 0 || *repeat_id {
+                        c["id"] = json!(id);
+                    }
+                    if k == 0 {
+                        c["function"]["name"] = json!("Read");
+                    }
+                    acc.chunk(&chunk(c), &mut sink).unwrap();
+                }
+            }
+            acc.chunk(&json!({"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}), &mut sink).unwrap();
+            let message = acc.finish(1, &mut sink).message;
+            let in_message: Vec<&ToolUse> = message.tool_uses().collect();
+            for call in &sink.0 {
+                proptest::prop_assert!(in_message.contains(&call), "{:?} ran but is not in the message", call);
+            }
+            for n in 0..calls.len() {
+                let id = format!("c{n}");
+                proptest::prop_assert_eq!(in_message.iter().filter(|c| c.id == id).count(), 1, "{} in {:?}", id, in_message);
+            }
+            proptest::prop_assert_eq!(sink.0.len(), calls.len(), "every complete call is handed on: {:?}", in_message);
+        }
     }
 
     #[test]

@@ -63,8 +63,14 @@ fn unit_random() -> f64 {
 /// sends one): the backoff applies instead.
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     let value = response.headers().get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    parse_retry_after(value)
+}
+
+/// `retry-after`'s value in seconds, clamped to a day before it becomes a [`Duration`] (a
+/// server may send `1e30`; the policy then cuts it to `max_retry_after`).
+fn parse_retry_after(value: &str) -> Option<Duration> {
     let secs: f64 = value.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+    (secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(86_400.0)))
 }
 
 /// What the provider needs to know to name a failure.
@@ -74,15 +80,18 @@ pub(crate) struct Endpoint<'a> {
     pub key_env: &'static str,
 }
 
-/// Send the request `build` makes until it succeeds (2xx) or may not be retried. Returns the
-/// response and the number of attempts.
+/// Send the request `build` makes until it succeeds (2xx) or may not be retried. `made`:
+/// attempts already made for this request (a stream that broke off and is sent again spends
+/// the same budget of retries). Returns the response and the number of attempts, `made`
+/// included.
 pub(crate) async fn send(
     policy: &RetryPolicy,
     endpoint: &Endpoint<'_>,
     sink: &mut dyn TurnSink,
+    made: u32,
     build: impl Fn() -> reqwest::RequestBuilder,
 ) -> Result<(reqwest::Response, u32)> {
-    let mut attempt = 0u32;
+    let mut attempt = made;
     loop {
         attempt += 1;
         let last = attempt > policy.max_retries;
@@ -150,6 +159,20 @@ mod tests {
         assert_eq!(p.delay(1, Some(Duration::from_secs(7)), 0.9), Duration::from_secs(7));
         assert_eq!(p.delay(1, Some(Duration::from_secs(0)), 0.9), Duration::ZERO);
         assert_eq!(p.delay(3, Some(Duration::from_secs(3600)), 0.1), p.max_retry_after);
+    }
+
+    #[test]
+    fn any_retry_after_is_clamped_before_it_becomes_a_duration() {
+        let p = RetryPolicy::default();
+        for v in ["1e30", "1e308", "18446744073709551616", "inf", " 99999999999 "] {
+            let after = parse_retry_after(v);
+            assert!(after.is_some_and(|d| d <= Duration::from_secs(86_400)), "{v}: {after:?}");
+            assert_eq!(p.delay(1, after, 0.5), p.max_retry_after, "{v}");
+        }
+        for v in ["-1", "NaN", "-inf", "soon", "Wed, 21 Oct 2015 07:28:00 GMT"] {
+            assert_eq!(parse_retry_after(v), None, "{v}");
+        }
+        assert_eq!(parse_retry_after("1.5"), Some(Duration::from_millis(1500)));
     }
 
     #[test]
