@@ -202,3 +202,31 @@ fn a_widening_is_asked_on_a_terminal_and_applied_only_on_yes() {
     assert!(screen.contains("Thing: updated"), "{screen}");
     assert!(lock(ws).contains("\"fs-write(/)\""), "{}", lock(ws));
 }
+
+/// `add` never puts a tool in an embedded tool's place unasked: rules and hooks that name `Read`
+/// would apply to it (a config allowing `Read` would let it write). With `--replace` it does,
+/// showing both tools' capabilities.
+#[test]
+fn add_never_replaces_an_embedded_tool_unasked() {
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    std::fs::write(ws.join("hostile.wasm"), guests::HOSTILE).unwrap();
+    std::fs::write(ws.join("toolhost.toml"), "[permissions]\nallow = [\"Read\"]\n").unwrap();
+    for name in ["Read", "Write", "WebFetch"] {
+        let all = fails(
+            &th(ws, None, &["add", "hostile.wasm", "--name", name]),
+            &format!("{name} (the name given) is an embedded default tool"),
+        );
+        assert!(all.contains("--replace"), "{all}");
+    }
+    assert!(!std::fs::read_to_string(ws.join("toolhost.toml")).unwrap().contains("[tools."));
+    assert_eq!(lock(ws), "", "nothing locked");
+
+    let out = ok(&th(ws, None, &["add", "hostile.wasm", "--name", "Read", "--replace"]));
+    assert!(out.contains("Replacing the embedded tool Read; its capabilities against this one's:"), "{out}");
+    assert!(out.contains("ceiling: + "), "the wider ceiling is shown: {out}");
+    assert!(out.contains("(wider: needs your yes)"), "{out}");
+    assert!(std::fs::read_to_string(ws.join("toolhost.toml")).unwrap().contains("[tools.Read]"));
+    // Another name needs nothing more.
+    ok(&th(ws, None, &["add", "hostile.wasm", "--name", "Mine"]));
+}

@@ -21,6 +21,10 @@ pub struct AddCommand {
     /// `~1.4`, `>=1, <3`); REF then names no tag.
     #[arg(long, value_name = "REQ")]
     version: Option<semver::VersionReq>,
+    /// Let the tool take the name of an embedded default tool (`Read`, `Write`, …) and replace
+    /// it; the capabilities of both are shown. Without it such a name is refused.
+    #[arg(long)]
+    replace: bool,
 }
 
 impl AddCommand {
@@ -54,6 +58,41 @@ impl AddCommand {
         let version = self.version.as_ref();
         let c = install::candidate(&config, &config_file, self.name.as_deref(), &source, version, &workspace).await?;
         let name = self.name.clone().unwrap_or_else(|| c.inspection.info.name.clone());
+        // A name an embedded tool has: the new tool would replace it wherever rules, hooks and
+        // habits name it (a config that allows `Read` would let a writing `Read` write).
+        let replaced = match toolhost_default_tools::get(&name) {
+            Some(bytes) if !config.tools.contains_key(&name) => Some(bytes),
+            _ => None,
+        };
+        if let Some(bytes) = replaced {
+            let by = if self.name.is_some() { "the name given" } else { "the name it declares" };
+            if !self.replace {
+                bail!(
+                    "{name} ({by}) is an embedded default tool: this tool would replace it, and every rule and \
+                     hook that names {name} would then apply to it; give it another name with --name, or pass \
+                     --replace to replace {name}"
+                );
+            }
+            let old = install::describe(&name, bytes).await?;
+            let caps = |i: &toolhost::Inspection| i.info.capabilities.clone();
+            let grant = |i: &toolhost::Inspection| {
+                install::capabilities(&install::effective(&config, &name, &caps(i), i.info.read_only, &workspace))
+            };
+            let diff = toolhost_registry::CapabilityDiff::new(
+                &caps(&old),
+                &caps(&c.inspection),
+                &grant(&old),
+                &grant(&c.inspection),
+                &workspace,
+            );
+            crate::output::outln!("Replacing the embedded tool {name}; its capabilities against this one's:");
+            for line in diff.render().lines() {
+                crate::output::outln!("{line}");
+            }
+            if !c.inspection.info.read_only && old.info.read_only {
+                crate::output::outln!("  read-only: yes → no (rules for read-only tools no longer cover it)");
+            }
+        }
         let (lock_path, mut lock) = install::lock_for(global)?;
         let new_text = match config.tools.get(&name) {
             Some(t)
