@@ -326,3 +326,35 @@ fn a_second_machine_reproduces_the_locked_tools_exactly() {
         .join(format!("{}.wasm", toolhost_registry::digest_hex(&locked_component(second))));
     assert_eq!(std::fs::read(stored).unwrap(), guests::NOOP);
 }
+
+/// A signed tool stays signed: an update to bytes its locked signer did not sign (here
+/// unsigned) is refused off a terminal, even with `--accept-capabilities`, and the lock keeps
+/// the signer until `--accept-signer` says otherwise; the change is shown.
+#[test]
+fn an_unsigned_update_never_replaces_a_signed_tool_silently() {
+    let Some(registry) = Registry::start() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let noop = write(ws, "noop.wasm", guests::NOOP);
+    let probe = write(ws, "probe.wasm", guests::PROBE);
+    let public = ok(&th(ws, &["keygen", "acme.key"])).trim().to_string();
+    let tag = format!("{}:stable", registry.reference("acme/thing"));
+    ok(&th(ws, &["publish", &noop, &tag, "--sign", "acme.key"]));
+    let config = format!("[trust.signers.acme]\nkey = \"{public}\"\nsources = [\"oci://{}/acme/\"]\n", registry.addr);
+    std::fs::write(ws.join("toolhost.toml"), &config).unwrap();
+    ok(&th(ws, &["add", &tag, "--name", "Thing"]));
+    assert_eq!(locked(ws, "signer"), public);
+    let first = locked_component(ws);
+
+    ok(&th(ws, &["publish", &probe, &tag]));
+    for args in [&["update", "Thing"][..], &["update", "Thing", "--accept-capabilities"]] {
+        let all = fails(&th(ws, args), "toolhost update Thing --accept-signer");
+        assert!(all.contains(&format!("signer: acme ({public}) -> unsigned  (not the locked signer")), "{all}");
+        assert_eq!(locked_component(ws), first, "refused: nothing changes");
+        assert_eq!(locked(ws, "signer"), public);
+    }
+    let out = ok(&th(ws, &["update", "Thing", "--accept-capabilities", "--accept-signer"]));
+    assert!(out.contains("Thing: updated"), "{out}");
+    assert_ne!(locked_component(ws), first);
+    assert!(!lock(ws).contains("signer = "), "{}", lock(ws));
+}

@@ -1,7 +1,9 @@
 //! `toolhost update [NAME] [--accept-capabilities]`: fetch what each installed tool's source
 //! names now (with a `version`, the newest tag it allows) and, when it changed, show the capability diff (ceiling and effective grant, old
 //! → new) before changing anything. A widening needs a yes on a terminal, or
-//! `--accept-capabilities`; a narrowing applies without asking.
+//! `--accept-capabilities`; a narrowing applies without asking. A signed tool stays signed: a
+//! new version that the locked signer did not sign (unsigned, or signed by another key) needs a
+//! yes on a terminal, or `--accept-signer`; the same bytes keep their locked signature.
 //!
 //! With `--locked` (or `CI=true`) nothing in the lock changes: every tool is fetched exactly
 //! as locked (by digest) into the store, so a second machine gets the same bytes, and any drift
@@ -24,6 +26,10 @@ pub struct UpdateCommand {
     /// Accept a new version that may do more than the locked one (needed without a terminal).
     #[arg(long)]
     accept_capabilities: bool,
+    /// Accept a new version of a signed tool that its locked signer did not sign (needed
+    /// without a terminal).
+    #[arg(long)]
+    accept_signer: bool,
 }
 
 impl UpdateCommand {
@@ -90,12 +96,27 @@ impl UpdateCommand {
                 crate::output::outln!("{name}: {} (as locked)", old.resolved);
                 continue;
             }
-            let c = install::candidate(&config, &config_file, Some(&name), &source, version.as_ref(), &workspace)
+            let mut c = install::candidate(&config, &config_file, Some(&name), &source, version.as_ref(), &workspace)
                 .await
                 .with_context(|| format!("updating {name}"))?;
+            // The same bytes fetched without their signature keep the locked one (it signs the
+            // digest, which has not changed).
+            if let Some(old) = &old
+                && old.component == c.entry.component
+                && old.signer.is_some()
+                && c.entry.signer.is_none()
+            {
+                c.entry.signer.clone_from(&old.signer);
+                c.entry.signature.clone_from(&old.signature);
+            }
+            // A signed tool whose new version its locked signer did not sign.
+            let signer_change = old.as_ref().filter(|o| o.signer.is_some() && o.signer != c.entry.signer).map(|o| {
+                install::signer(&config, &source, o).map_or_else(|e| format!("refused: {e}"), |s| s.to_string())
+            });
             if let Some(old) = &old
                 && old.component == c.entry.component
                 && old.grant == c.entry.grant
+                && signer_change.is_none()
             {
                 store.put(&c.bytes)?;
                 // The same bytes and grant (re-tagged, or re-signed): nothing to ask.
@@ -122,13 +143,31 @@ impl UpdateCommand {
             {
                 crate::output::outln!("  declared name: {} -> {}", o.declared_name, c.entry.declared_name);
             }
-            crate::output::outln!("  signer: {}", c.signer);
+            match &signer_change {
+                Some(was) => {
+                    crate::output::outln!("  signer: {was} -> {}  (not the locked signer: needs your yes)", c.signer)
+                }
+                None => crate::output::outln!("  signer: {}", c.signer),
+            }
             for line in diff.render().lines() {
                 crate::output::outln!("{line}");
             }
+            if signer_change.is_some()
+                && !self.accept_signer
+                && !tokio::task::block_in_place(|| {
+                    confirm(&format!("Accept {name} without its locked signer's signature?"))
+                })?
+            {
+                refused.push(format!(
+                    "{name}: the new version is not signed by the locked signer (marked above); not updated. Run \
+                     `toolhost update {name} --accept-signer` to accept it"
+                ));
+                continue;
+            }
             // A person's answer may take minutes: the worker this command runs on hands its
             // other tasks over while it waits.
-            if diff.widens() && !self.accept_capabilities && !tokio::task::block_in_place(|| confirm(&name))? {
+            let question = format!("Accept the wider capabilities of {name}?");
+            if diff.widens() && !self.accept_capabilities && !tokio::task::block_in_place(|| confirm(&question))? {
                 refused.push(format!(
                     "{name}: the new version may do more than the locked one (marked above); not updated. Run \
                      `toolhost update {name} --accept-capabilities` to accept it"
@@ -150,14 +189,14 @@ impl UpdateCommand {
     }
 }
 
-/// Ask on the terminal whether to accept a widening; `false` without a terminal.
-fn confirm(name: &str) -> Result<bool> {
+/// Ask `question` on the terminal; `false` without a terminal.
+fn confirm(question: &str) -> Result<bool> {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
         return Ok(false);
     }
     let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return Ok(false) };
     let mut out = &tty;
-    write!(out, "Accept the wider capabilities of {name}? [y/N] ")?;
+    write!(out, "{question} [y/N] ")?;
     out.flush()?;
     let mut answer = String::new();
     std::io::BufReader::new(&tty).read_line(&mut answer)?;
