@@ -415,3 +415,90 @@ async fn a_lone_call_waits_its_turn_and_gives_its_place_up_when_dropped() {
     .expect("the dropped call still holds the queue");
     assert_eq!(results[0].outcome, OutcomeKind::Success, "{:?}", results[0]);
 }
+
+/// The library's plain `Runtime::call` takes its turn in the scheduler like every call of a
+/// turn (issue 30): calls made at once from several tasks respect `max_concurrency`, a call of
+/// a tool that is not concurrency-safe waits for the calls running before it (and so never
+/// writes beside them), and a call cancelled while it waits has its `Finish` event (the audit
+/// log's line).
+#[tokio::test(flavor = "multi_thread")]
+async fn plain_calls_from_many_tasks_go_through_the_scheduler() {
+    let ws = workspace();
+    let events: Arc<std::sync::Mutex<Vec<(String, String)>>> = Arc::default();
+    let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (e, r, p) = (events.clone(), running.clone(), peak.clone());
+    let sink: toolhost::EventSink = Arc::new(move |ev| match ev {
+        Event::Start { id, .. } => {
+            let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+            p.fetch_max(now, Ordering::SeqCst);
+            e.lock().unwrap().push(("start".into(), id));
+        }
+        Event::Finish { id, outcome, .. } => {
+            if outcome == OutcomeKind::Success {
+                r.fetch_sub(1, Ordering::SeqCst);
+            }
+            e.lock().unwrap().push((format!("finish {outcome:?}"), id));
+        }
+        _ => {}
+    });
+    let rt = runtime_with(ws.path(), 2, Some(sink)).await;
+    let session = Arc::new(Session::new());
+
+    // Six safe calls at once, with max_concurrency 2.
+    let tasks: Vec<_> = (0..6)
+        .map(|i| {
+            let (rt, session) = (rt.clone(), session.clone());
+            tokio::spawn(async move {
+                rt.call(&session, &call(&format!("s{i}"), "Sleep", json!({"ms": 60})), toolhost::CallOptions::new())
+                    .await
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert_eq!(t.await.unwrap().outcome, OutcomeKind::Success);
+    }
+    let seen = peak.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&seen), "at most 2 calls ran at once, saw {seen}");
+
+    // An unsafe write made while a call runs waits for it.
+    let (rt2, s2) = (rt.clone(), session.clone());
+    let long = tokio::spawn(async move {
+        rt2.call(&s2, &call("long", "Sleep", json!({"ms": 400})), toolhost::CallOptions::new()).await
+    });
+    while !events.lock().unwrap().iter().any(|(k, id)| k == "start" && id == "long") {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let write = call("w", "Probe", json!({"op": "write", "path": "w.txt", "content": "x"}));
+    let written = rt.call(&session, &write, toolhost::CallOptions::new()).await;
+    assert_eq!(written.outcome, OutcomeKind::Success, "{}", written.text());
+    assert_eq!(long.await.unwrap().outcome, OutcomeKind::Success);
+    let order: Vec<(String, String)> =
+        events.lock().unwrap().iter().filter(|(_, id)| id == "long" || id == "w").cloned().collect();
+    let pos = |k: &str, id: &str| order.iter().position(|(a, b)| a.starts_with(k) && b == id).unwrap();
+    assert!(pos("finish", "long") < pos("start", "w"), "the write ran beside another call: {order:?}");
+
+    // Cancelled while it waits: interrupted, with its Finish event.
+    let (rt3, s3) = (rt.clone(), session.clone());
+    let long = tokio::spawn(async move {
+        rt3.call(&s3, &call("long2", "Sleep", json!({"ms": 400})), toolhost::CallOptions::new()).await
+    });
+    while !events.lock().unwrap().iter().any(|(k, id)| k == "start" && id == "long2") {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let cancel = toolhost::CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        c.cancel();
+    });
+    let queued = call("q", "Probe", json!({"op": "write", "path": "q.txt", "content": "x"}));
+    let result = rt.call(&session, &queued, toolhost::CallOptions::new().cancel(cancel)).await;
+    assert_eq!(result.outcome, OutcomeKind::Interrupted, "{}", result.text());
+    assert!(!ws.path().join("q.txt").exists());
+    assert!(
+        events.lock().unwrap().iter().any(|(k, id)| k == "finish Interrupted" && id == "q"),
+        "no Finish event for the cancelled call: {:?}",
+        events.lock().unwrap()
+    );
+    long.await.unwrap();
+}

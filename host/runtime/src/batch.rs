@@ -12,7 +12,6 @@
 use crate::abort::AbortOnDrop;
 use crate::call::CallOptions;
 use crate::classify::CheckedCall;
-use crate::outcome::INTERRUPTED;
 use crate::pipeline::{Access, Updates};
 use crate::result::ToolResult;
 use crate::runtime::Runtime;
@@ -101,7 +100,7 @@ impl Runtime {
     /// without handing the call to a task and its result back (a caller on `block_on` runs the
     /// whole call on its own thread). A panic in the pipeline is a host-error result, as in a
     /// turn.
-    async fn run_single(self: &Arc<Self>, session: &Session, call: ToolUse, options: CallOptions) -> ToolResult {
+    pub(crate) async fn run_single(&self, session: &Session, call: ToolUse, options: CallOptions) -> ToolResult {
         let ticket = self.scheduler.ticket();
         let checked = if options.cancel.is_cancelled() { CheckedCall::unchecked(call) } else { self.check(call).await };
         let id = checked.tool_use.id.clone();
@@ -130,7 +129,7 @@ impl Runtime {
     /// call sees every update applied before it starts. `holds_taken` (a turn's count of
     /// holds not yet joined) is counted before the hold is taken.
     async fn run_checked(
-        self: &Arc<Self>,
+        &self,
         index: usize,
         checked: CheckedCall,
         admission: impl Future<Output = Running>,
@@ -141,7 +140,7 @@ impl Runtime {
         let admitted = tokio::select! {
             admitted = admission => admitted,
             () = options.cancel.cancelled() => {
-                let result = ToolResult::error(&checked.tool_use.id, OutcomeKind::Interrupted, INTERRUPTED);
+                let result = self.interrupted(&checked.tool_use);
                 return Done { index, result, updates: Updates::default(), place: None };
             }
         };

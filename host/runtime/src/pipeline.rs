@@ -22,7 +22,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use toolhost_policy::{Decision, Request, SubjectKind};
 
@@ -60,12 +60,36 @@ impl PerCall<'_> {
 }
 
 impl Runtime {
-    /// Run one call through the whole pipeline, alone (with its full grant), and apply its
-    /// context updates to `session`. Never fails: every failure is an `is_error` result
-    /// carrying `tool_use.id`; a cancelled call's is "Interrupted by user".
+    /// Run one call through the whole pipeline and apply its context updates to `session`.
+    /// Never fails: every failure is an `is_error` result carrying `tool_use.id`; a cancelled
+    /// call's is "Interrupted by user".
+    ///
+    /// The call takes its turn in the runtime's [`crate::Scheduler`] like every call of a turn
+    /// or an MCP request: calls made at once from several tasks never run a tool that is not
+    /// concurrency-safe beside another call, and at most `max_concurrency` run together. When
+    /// the scheduler is idle the call is admitted at once to run alone with its full grant,
+    /// without asking the tool whether it is safe (running alone is allowed to every call);
+    /// otherwise it is classified first ([`Runtime::check`]) and admitted as its class says.
     pub async fn call(&self, session: &Session, tool_use: &ToolUse, options: CallOptions) -> ToolResult {
+        if !self.scheduler.is_idle() {
+            return self.run_single(session, tool_use.clone(), options).await;
+        }
+        let ticket = self.scheduler.ticket();
+        let admitted = tokio::select! {
+            admitted = ticket.admit(false) => admitted,
+            () = options.cancel.cancelled() => return self.interrupted(tool_use),
+        };
         let (mut result, updates) = self.run_one(tool_use, None, session.view(), Access::Granted, &options).await;
         self.apply_updates(session, updates, Some(&mut result));
+        drop(admitted);
+        result
+    }
+
+    /// The result of a call cancelled before it ran (while it waited for its turn), with the
+    /// [`Event::Finish`] every call has, so the audit log has its line.
+    pub fn interrupted(&self, tool_use: &ToolUse) -> ToolResult {
+        let result = ToolResult::error(&tool_use.id, OutcomeKind::Interrupted, INTERRUPTED);
+        self.finished(tool_use, &result, Duration::ZERO, Vec::new());
         result
     }
 
@@ -131,11 +155,18 @@ impl Runtime {
                 self.run_tool(tool, tool_use, schema, context, access, &call).await
             }
         };
+        let hosts = call.hosts.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
+        self.finished(tool_use, &result, started.elapsed(), hosts);
+        (result, updates)
+    }
+
+    /// Tell the event sinks (and so the audit log) that a call finished.
+    fn finished(&self, tool_use: &ToolUse, result: &ToolResult, duration: Duration, hosts: Vec<String>) {
         self.emit(|| Event::Finish {
             id: tool_use.id.clone(),
             tool: tool_use.name.clone(),
             outcome: result.outcome,
-            duration_ms: started.elapsed(),
+            duration_ms: duration,
             session: self.session_id.clone(),
             digest: self.tools.get(&tool_use.name).map(|t| t.sha256.clone()),
             input_sha256: crate::event::input_sha256(&tool_use.input),
@@ -148,9 +179,8 @@ impl Runtime {
                     ContentBlock::Image { .. } => 0,
                 })
                 .sum(),
-            hosts: call.hosts.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect(),
+            hosts,
         });
-        (result, updates)
     }
 
     async fn run_tool(

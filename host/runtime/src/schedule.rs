@@ -132,6 +132,13 @@ impl Scheduler {
         self.lock().limit
     }
 
+    /// Whether nothing is queued, running or held: a call that arrives now runs at once,
+    /// whatever its class.
+    pub fn is_idle(&self) -> bool {
+        let state = self.lock();
+        state.queue.is_empty() && state.running_safe == 0 && !state.running_unsafe && state.holds == 0
+    }
+
     /// A place at the end of the queue.
     pub fn ticket(self: &Arc<Self>) -> Ticket {
         let mut state = self.lock();

@@ -355,10 +355,11 @@ impl ServerHandler for McpServer {
             let call = runtime.check(ToolUse::new(&id, &name, input)).await;
             let admitted = tokio::select! {
                 admitted = ticket.admit(call.is_concurrency_safe()) => admitted,
-                () = cancel.cancelled() => return None,
+                // Its audit line too, though it never ran.
+                () = cancel.cancelled() => return runtime.interrupted(call.tool_use()),
             };
             drop(waiting);
-            Some(runtime.call_admitted(&self.session, call, admitted, options).await)
+            runtime.call_admitted(&self.session, call, admitted, options).await
         }
         .await;
 
@@ -367,8 +368,6 @@ impl ServerHandler for McpServer {
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
         }
-        let result =
-            result.unwrap_or_else(|| ToolResult::error(&id, toolhost::OutcomeKind::Interrupted, "Interrupted by user"));
         // A cancelled call's result is dropped by the service loop, as the spec requires.
         Ok(CallToolResponse::Complete(to_mcp(result)))
     }
