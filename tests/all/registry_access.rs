@@ -230,3 +230,86 @@ fn add_never_replaces_an_embedded_tool_unasked() {
     // Another name needs nothing more.
     ok(&th(ws, None, &["add", "hostile.wasm", "--name", "Mine"]));
 }
+
+/// A hostile registry on loopback: the manifest declares a layer of 1,000 bytes and the layer
+/// streams 1 GiB; another manifest is 600 MB; a tag list is 600 MB. Each is cut off as it
+/// streams, a little past its limit, with a clear error (issue 30: `add` reached 1.26 GB
+/// resident before the digest check).
+#[test]
+fn a_registry_that_streams_more_than_it_declares_is_cut_off() {
+    use std::io::Write as _;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const GIB: usize = 1 << 30;
+    let served = Arc::new(AtomicUsize::new(0));
+    let counted = served.clone();
+    let layer_digest = format!("sha256:{}", "ab".repeat(32));
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.wasm.config.v0+json", "digest": format!("sha256:{}", "cd".repeat(32)), "size": 2},
+        "layers": [{"mediaType": "application/wasm", "digest": layer_digest, "size": 1000}],
+    })
+    .to_string();
+    let server = toolhost_tests::server::Server::serve(move |mut conn| {
+        let head = toolhost_tests::server::read_head(&mut conn);
+        let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+        let endless = |conn: &mut std::net::TcpStream, total: usize, content_type: &str| {
+            let _ = write!(conn, "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n");
+            let chunk = vec![b' '; 64 << 10];
+            let mut sent = 0;
+            while sent < total {
+                if conn.write_all(&chunk).is_err() {
+                    break;
+                }
+                sent += chunk.len();
+                counted.fetch_add(chunk.len(), Ordering::SeqCst);
+            }
+        };
+        match path.as_str() {
+            "/v2/" => {
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+            }
+            p if p.ends_with("/manifests/small") => {
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{manifest}",
+                    manifest.len()
+                );
+            }
+            p if p.contains("/blobs/") => endless(&mut conn, GIB, "application/octet-stream"),
+            p if p.contains("/manifests/") => {
+                endless(&mut conn, 600 << 20, "application/vnd.oci.image.manifest.v1+json")
+            }
+            p if p.ends_with("/tags/list") => endless(&mut conn, 600 << 20, "application/json"),
+            _ => {
+                let _ = conn.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            }
+        }
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let registry = format!("127.0.0.1:{}", server.port);
+    let cases = [
+        (
+            vec!["add".to_string(), format!("oci://{registry}/evil/tool:small")],
+            "more than the 1000 bytes the manifest declares",
+        ),
+        (vec!["add".to_string(), format!("oci://{registry}/evil/tool:huge")], "the manifest is over 1 MiB"),
+        (
+            vec!["add".to_string(), format!("oci://{registry}/evil/tool"), "--version".into(), "^1".into()],
+            "cannot list the tags: the registry sent more than",
+        ),
+    ];
+    for (args, want) in cases {
+        served.store(0, Ordering::SeqCst);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let all = fails(&th(ws, None, &args), want);
+        assert!(!all.contains("panicked"), "{all}");
+        // Give the server's writer a moment to see the closed connection.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let sent = served.load(Ordering::SeqCst);
+        assert!(sent < 64 << 20, "{args:?}: the registry got {sent} bytes out before it was cut off");
+    }
+    assert_eq!(lock(ws), "", "nothing locked");
+}

@@ -156,8 +156,16 @@ impl Access {
 
     /// An HTTPS-only client for `https://` sources, with these roots.
     pub(crate) fn https_client(&self) -> Result<reqwest::Client> {
-        let mut builder =
-            reqwest::Client::builder().https_only(true).connect_timeout(CONNECT_TIMEOUT).read_timeout(READ_TIMEOUT);
+        self.http_client(false)
+    }
+
+    /// A client with these roots: HTTPS only, unless `plain_http` (a registry on this machine,
+    /// as [`Access::oci_client`] allows).
+    pub(crate) fn http_client(&self, plain_http: bool) -> Result<reqwest::Client> {
+        let mut builder = reqwest::Client::builder()
+            .https_only(!plain_http)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT);
         for (origin, der) in &self.roots {
             let cert = reqwest::Certificate::from_der(der)
                 .map_err(|e| Error::Tls(format!("{origin}: not usable as a root certificate: {e}")))?;

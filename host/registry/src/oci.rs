@@ -47,6 +47,8 @@ const EMPTY_CONTENT: &[u8] = b"{}";
 pub const MAX_COMPONENT_BYTES: i64 = 256 << 20;
 /// The largest manifest or signature read.
 const MAX_SMALL_BYTES: i64 = 1 << 20;
+/// A repository's tag list, at most.
+const MAX_TAGS_BYTES: usize = 4 << 20;
 
 /// A component pulled from a registry, its digests checked.
 #[derive(Debug, Clone)]
@@ -77,11 +79,108 @@ pub struct ComponentMeta {
 struct Session {
     client: Client,
     auth: RegistryAuth,
+    /// For what toolhost reads itself, counting bytes as they stream (manifests, tag lists).
+    http: reqwest::Client,
 }
 
 impl Session {
     fn new(r: &OciRef, access: &Access) -> Result<Session> {
-        Ok(Session { client: access.oci_client(&r.registry, r.is_loopback()), auth: access.auth(&r.registry)? })
+        Ok(Session {
+            client: access.oci_client(&r.registry, r.is_loopback()),
+            auth: access.auth(&r.registry)?,
+            http: access.http_client(r.is_loopback())?,
+        })
+    }
+
+    /// GET `path` (`/v2/…`) of `r`'s registry with the credentials the registry asks for
+    /// (logged in through the OCI client, which keeps the token), reading at most `limit` bytes
+    /// of the body as it streams: a registry that sends more is cut off there, whatever it
+    /// declared. Returns the body and the `Docker-Content-Digest` header.
+    async fn get_limited(
+        &self,
+        r: &OciRef,
+        path: &str,
+        accept: &str,
+        limit: usize,
+        what: &str,
+    ) -> Result<(Vec<u8>, Option<String>)> {
+        let reference = reference(r)?;
+        let token = self
+            .client
+            .auth(&reference, &self.auth, oci_client::RegistryOperation::Pull)
+            .await
+            .map_err(|e| registry_error(r, &self.auth, what, e))?;
+        let scheme = if r.is_loopback() { "http" } else { "https" };
+        let url = format!("{scheme}://{}{path}", reference.resolve_registry());
+        let mut request = self.http.get(&url).header(reqwest::header::ACCEPT, accept);
+        request = match (&token, &self.auth) {
+            (Some(token), _) => request.bearer_auth(token),
+            (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
+            (None, _) => request,
+        };
+        let stream_error = |e: reqwest::Error| {
+            let message = format!("{what}: {}", crate::chain(&e));
+            Error::Registry { reference: r.to_string(), message, source: None }
+        };
+        let mut response = request.send().await.map_err(stream_error)?;
+        let status = response.status();
+        let digest = response.headers().get("docker-content-digest").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(stream_error)? {
+            if body.len() + chunk.len() > limit {
+                if !status.is_success() {
+                    break;
+                }
+                return Err(Error::Layout {
+                    reference: r.to_string(),
+                    message: format!("{what}: the registry sent more than {limit} bytes"),
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        if !status.is_success() {
+            let message = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
+            let e = OciDistributionError::ServerError { code: status.as_u16(), url, message };
+            return Err(registry_error(r, &self.auth, what, e));
+        }
+        Ok((body, digest))
+    }
+}
+
+/// What a pull writes a blob into: memory, at most `limit` bytes (the size the manifest
+/// declared). A registry that streams more is cut off at once, not after it filled memory.
+struct Bounded {
+    bytes: Vec<u8>,
+    limit: usize,
+    over: bool,
+}
+
+impl tokio::io::AsyncWrite for Bounded {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.bytes.len() + buf.len() > self.limit {
+            self.over = true;
+            return std::task::Poll::Ready(Err(std::io::Error::other("more bytes than the manifest declared")));
+        }
+        self.bytes.extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
     }
 }
 
@@ -159,12 +258,17 @@ pub async fn resolve(r: &OciRef, access: &Access) -> Result<String> {
 pub async fn tags(r: &OciRef, access: &Access) -> Result<Vec<String>> {
     let session = Session::new(r, access)?;
     let at = OciRef { tag: Some("latest".into()), digest: None, ..r.clone() };
-    let listed = session
-        .client
-        .list_tags(&reference(&at)?, &session.auth, None, None)
-        .await
-        .map_err(|e| registry_error(r, &session.auth, "cannot list the tags", e))?;
-    Ok(listed.tags)
+    let path = format!("/v2/{}/tags/list", reference(&at)?.repository());
+    let what = "cannot list the tags";
+    let (body, _) = session.get_limited(&at, &path, "application/json", MAX_TAGS_BYTES, what).await?;
+    #[derive(serde::Deserialize)]
+    struct TagList {
+        #[serde(default)]
+        tags: Option<Vec<String>>,
+    }
+    let listed: TagList = serde_json::from_slice(&body)
+        .map_err(|e| Error::Layout { reference: r.to_string(), message: format!("{what}: not a tag list: {e}") })?;
+    Ok(listed.tags.unwrap_or_default())
 }
 
 /// The newest tag that is a semantic version (a leading `v` allowed) matching `req`, and that
@@ -199,16 +303,18 @@ pub async fn choose(r: &OciRef, req: &semver::VersionReq, access: &Access) -> Re
 /// The manifest of `r`, its digest checked against its bytes and against `r`'s digest.
 async fn pull_manifest(session: &Session, r: &OciRef) -> Result<(OciImageManifest, String)> {
     let reference = reference(r)?;
-    let (bytes, reported) = session
-        .client
-        .pull_manifest_raw(&reference, &session.auth, &[OCI_IMAGE_MEDIA_TYPE])
-        .await
-        .map_err(|e| registry_error(r, &session.auth, "cannot fetch the manifest", e))?;
-    if bytes.len() as i64 > MAX_SMALL_BYTES {
-        return Err(Error::Layout { reference: r.to_string(), message: "the manifest is over 1 MiB".into() });
-    }
+    let at = reference.digest().or(reference.tag()).unwrap_or("latest");
+    let path = format!("/v2/{}/manifests/{at}", reference.repository());
+    let what = "cannot fetch the manifest";
+    let (bytes, reported) =
+        match session.get_limited(r, &path, OCI_IMAGE_MEDIA_TYPE, MAX_SMALL_BYTES as usize, what).await {
+            Err(Error::Layout { .. }) => {
+                return Err(Error::Layout { reference: r.to_string(), message: "the manifest is over 1 MiB".into() });
+            }
+            other => other?,
+        };
     let digest = digest_of(&bytes);
-    for expected in [Some(&reported), r.digest.as_ref()].into_iter().flatten() {
+    for expected in [reported.as_ref(), r.digest.as_ref()].into_iter().flatten() {
         if *expected != digest {
             return Err(Error::DigestMismatch {
                 what: format!("the manifest of {r}"),
@@ -230,8 +336,19 @@ async fn pull_blob(session: &Session, r: &OciRef, descriptor: &OciDescriptor, li
             message: format!("a layer of {} bytes (at most {limit})", descriptor.size),
         });
     }
-    let mut bytes = Vec::with_capacity(descriptor.size as usize);
-    session.client.pull_blob(&reference(r)?, descriptor, &mut bytes).await.map_err(|e| match e {
+    let mut sink = Bounded { bytes: Vec::new(), limit: descriptor.size as usize, over: false };
+    let pulled = session.client.pull_blob(&reference(r)?, descriptor, &mut sink).await;
+    if sink.over {
+        return Err(Error::Layout {
+            reference: r.to_string(),
+            message: format!(
+                "the registry sent more than the {} bytes the manifest declares for a layer",
+                descriptor.size
+            ),
+        });
+    }
+    let bytes = sink.bytes;
+    pulled.map_err(|e| match e {
         OciDistributionError::DigestError(_) => Error::DigestMismatch {
             what: format!("the component layer of {r} (tampered with in the registry or on the way)"),
             expected: descriptor.digest.clone(),
