@@ -313,3 +313,39 @@ fn a_registry_that_streams_more_than_it_declares_is_cut_off() {
     }
     assert_eq!(lock(ws), "", "nothing locked");
 }
+
+/// An installed tool's powers are tied to its lock: at every load, what the component declares
+/// (its ceiling, its read-only flag) must be what was locked. `schema` is the component's own
+/// code; here the lock is made to disagree with it, as a component whose answer depends on the
+/// machine or the day would.
+#[test]
+fn a_tool_that_declares_other_powers_than_locked_is_not_loaded() {
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    std::fs::write(ws.join("probe.wasm"), guests::PROBE).unwrap();
+    ok(&th(ws, None, &["add", "probe.wasm", "--name", "P"]));
+    let lock_text = lock(ws);
+    assert!(lock_text.contains("read_only = false"), "{lock_text}");
+    ok(&th(ws, None, &["--no-default-tools", "list"]));
+
+    // Locked with a narrower ceiling than it declares now.
+    let ceiling = lock_text.lines().find(|l| l.starts_with("ceiling = ")).unwrap();
+    std::fs::write(ws.join("toolhost.lock"), lock_text.replace(ceiling, "ceiling = [\"fs-read(.)\"]")).unwrap();
+    let o = th(ws, None, &["--no-default-tools", "call", "P", r#"{"op":"env","name":"HOME"}"#]);
+    assert_ne!(o.status.code(), Some(0));
+    let all = format!("{}{}", cli::stdout(&o), cli::stderr(&o));
+    assert!(all.contains("now declares ceiling ["), "{all}");
+    assert!(all.contains("locked [fs-read(.)]"), "{all}");
+    assert!(all.contains("run `toolhost update P`"), "{all}");
+
+    // Locked as read-only.
+    std::fs::write(ws.join("toolhost.lock"), lock_text.replace("read_only = false", "read_only = true")).unwrap();
+    let o = th(ws, None, &["--no-default-tools", "call", "P", r#"{"op":"env","name":"HOME"}"#]);
+    assert_ne!(o.status.code(), Some(0));
+    let all = format!("{}{}", cli::stdout(&o), cli::stderr(&o));
+    assert!(all.contains("read-only false, locked true"), "{all}");
+
+    // As locked: loads.
+    std::fs::write(ws.join("toolhost.lock"), &lock_text).unwrap();
+    ok(&th(ws, None, &["--no-default-tools", "list"]));
+}

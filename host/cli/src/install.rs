@@ -151,7 +151,48 @@ pub fn tool_source(
         eprintln!("warning: {message}");
     }
     let source = store()?.source(&entry.component, &entry.resolved).with_context(|| format!("tools.{name}"))?;
-    Ok(source.renamed(name))
+    Ok(source.renamed(name).with_declaration_check(declared_as_locked(name, entry, &workspace)))
+}
+
+/// The check that an installed tool declares at load exactly what it declared when it was
+/// locked: the same ceiling and the same read-only flag. `schema` is the component's own code,
+/// which may answer differently on another machine or day; its powers are tied to the lock,
+/// on every machine, whatever a cache holds. A difference refuses the tool (`toolhost update`
+/// shows it and locks it again once accepted).
+pub fn declared_as_locked(
+    name: &str,
+    entry: &LockedTool,
+    workspace: &Path,
+) -> impl Fn(&toolhost::ToolInfo) -> std::result::Result<(), String> + Send + Sync + 'static {
+    let (name, entry, workspace) = (name.to_string(), entry.clone(), workspace.to_path_buf());
+    move |info| {
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v.dedup();
+            v
+        };
+        let now = sorted(capability_strings(&info.capabilities, &workspace));
+        let locked = sorted(entry.ceiling.clone());
+        let mut drift = Vec::new();
+        if now != locked {
+            drift.push(format!("ceiling [{}], locked [{}]", now.join(", "), locked.join(", ")));
+        }
+        if let Some(read_only) = entry.read_only
+            && read_only != info.read_only
+        {
+            drift.push(format!("read-only {}, locked {read_only}", info.read_only));
+        }
+        if drift.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "tools.{name}: {} ({}) now declares {}; not loaded. Its powers are those locked in toolhost.lock: \
+             run `toolhost update {name}` to see the difference and lock it",
+            entry.resolved,
+            entry.component,
+            drift.join("; ")
+        ))
+    }
 }
 
 /// The lock that goes with the config in use (empty without one).
@@ -259,6 +300,7 @@ pub async fn candidate(
         declared_name: inspection.info.name.clone(),
         wit: wit_package(&inspection.exports),
         ceiling,
+        read_only: Some(inspection.info.read_only),
         grant,
         signer: signature.map(|s| s.key.clone()),
         signature: signature.map(|s| s.signature.clone()),

@@ -84,9 +84,14 @@ pub struct LockedTool {
     /// The WIT package the component exports (`toolhost:tool@0.1.0`), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wit: Option<String>,
-    /// The component's capability ceiling.
+    /// The component's capability ceiling, as it declared it when locked: every load compares
+    /// what it declares then with this (a component's `schema` is its own code).
     #[serde(default)]
     pub ceiling: Vec<String>,
+    /// Whether it declared itself read-only when locked (`None` in locks written before this
+    /// was recorded: not compared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
     /// The effective grant when it was locked.
     #[serde(default)]
     pub grant: Vec<String>,

@@ -61,6 +61,28 @@ pub struct ToolSource {
     /// The bytes as embedded in this binary ([`ToolSource::embedded`]), to tell that
     /// [`bytes`](Self::bytes) still are those very bytes (same address and length).
     embedded: Option<&'static [u8]>,
+    /// A check of what the tool declares, made before it is registered
+    /// ([`ToolSource::with_declaration_check`]).
+    pub(crate) declaration_check: Option<DeclarationCheck>,
+}
+
+/// A check of what a component declares about itself (its [`ToolInfo`]), made at every load
+/// before the tool is registered: `Err(why)` refuses it. An installed tool's declaration is
+/// compared with its lock this way, since `schema` is guest code and may answer differently on
+/// another machine or another day.
+#[derive(Clone)]
+pub struct DeclarationCheck(std::sync::Arc<dyn Fn(&ToolInfo) -> std::result::Result<(), String> + Send + Sync>);
+
+impl std::fmt::Debug for DeclarationCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeclarationCheck")
+    }
+}
+
+impl DeclarationCheck {
+    pub(crate) fn check(&self, info: &ToolInfo) -> std::result::Result<(), String> {
+        (self.0)(info)
+    }
 }
 
 impl ToolSource {
@@ -101,6 +123,7 @@ impl ToolSource {
             context_namespace: None,
             precompiled: None,
             embedded: None,
+            declaration_check: None,
         }
     }
 
@@ -144,6 +167,16 @@ impl ToolSource {
             (Some(name), _, _) | (None, Some(name), _) | (None, None, Origin::Embedded(name)) => Some(name),
             _ => None,
         }
+    }
+
+    /// Check what the tool declares (its name, ceiling, read-only flag …) at load, before it is
+    /// registered: `Err(why)` refuses it with `why` (see [`DeclarationCheck`]).
+    pub fn with_declaration_check(
+        mut self,
+        check: impl Fn(&ToolInfo) -> std::result::Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.declaration_check = Some(DeclarationCheck(std::sync::Arc::new(check)));
+        self
     }
 
     /// Require the bytes to have this sha256 (hex, any case).

@@ -571,6 +571,11 @@ impl Runtime {
         {
             return Err(load_error(LoadError::ReadOnlyWrites { name, dir: dir.clone() }));
         }
+        if let Some(check) = &source.declaration_check
+            && let Err(why) = check.check(&info)
+        {
+            return Err(load_error(LoadError::Source(why.into())));
+        }
         let tool_config = self.config.tools.get(&name);
         if let Some(pin) = tool_config.and_then(|t| t.sha256.as_ref())
             && !pin.get_ref().eq_ignore_ascii_case(code.sha256())
