@@ -71,7 +71,10 @@ pub struct ToolSource {
 /// compared with its lock this way, since `schema` is guest code and may answer differently on
 /// another machine or another day.
 #[derive(Clone)]
-pub struct DeclarationCheck(std::sync::Arc<dyn Fn(&ToolInfo) -> std::result::Result<(), String> + Send + Sync>);
+pub struct DeclarationCheck(std::sync::Arc<CheckFn>);
+
+/// The function a [`DeclarationCheck`] calls.
+type CheckFn = dyn Fn(&ToolInfo) -> std::result::Result<(), String> + Send + Sync;
 
 impl std::fmt::Debug for DeclarationCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
