@@ -152,6 +152,7 @@ async fn error_message(response: reqwest::Response) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy as _;
 
     #[test]
     fn retry_after_wins_and_is_bounded() {
@@ -173,6 +174,25 @@ mod tests {
             assert_eq!(parse_retry_after(v), None, "{v}");
         }
         assert_eq!(parse_retry_after("1.5"), Some(Duration::from_millis(1500)));
+    }
+
+    proptest::proptest! {
+        /// Whatever a server sends as `retry-after`, reading it never panics, and the wait is
+        /// at most the policy's ceiling.
+        #[test]
+        fn any_retry_after_value_is_safe(
+            text in proptest::prop_oneof![
+                proptest::num::f64::ANY.prop_map(|f| f.to_string()),
+                proptest::num::u128::ANY.prop_map(|n| n.to_string()),
+                "[-+0-9.eE ]{0,40}",
+                ".{0,40}",
+            ]
+        ) {
+            let p = RetryPolicy::default();
+            let after = parse_retry_after(&text);
+            proptest::prop_assert!(after.is_none_or(|d| d <= Duration::from_secs(86_400)), "{:?}: {:?}", text, after);
+            proptest::prop_assert!(p.delay(1, after, 0.5) <= p.max_retry_after.max(p.max_backoff));
+        }
     }
 
     #[test]
