@@ -421,8 +421,9 @@ impl Request<'_> {
             // The host as the rule will compare it (a URL that does not parse is refused
             // before anyone is asked).
             Some((value, SubjectKind::Url)) => match UrlSubject::parse(value) {
-                Ok(url) => format!("{}(domain:{})", self.tool, url.host),
-                Err(_) => self.tool.to_string(),
+                // A host no pattern can name (`.-`) gets the whole-tool rule.
+                Ok(url) if host_pattern(&url.host).is_some() => format!("{}(domain:{})", self.tool, url.host),
+                _ => self.tool.to_string(),
             },
             _ => self.tool.to_string(),
         }
