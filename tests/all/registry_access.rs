@@ -349,3 +349,141 @@ fn a_tool_that_declares_other_powers_than_locked_is_not_loaded() {
     std::fs::write(ws.join("toolhost.lock"), &lock_text).unwrap();
     ok(&th(ws, None, &["--no-default-tools", "list"]));
 }
+
+/// A registry with a token service (`WWW-Authenticate: Bearer realm=…`), written here so that
+/// every answer can be hostile. The handshake is toolhost's own: the token is asked for the
+/// repository's pull scope with the docker login, sent only to the registry, and a component
+/// installs with it. A token service that streams 1 GiB, a `/v2/` probe that streams 1 GiB,
+/// and a realm in clear text on another host are each refused, a little past a small limit
+/// (issue 30: the OCI client library read the probe and the token answer whole).
+#[test]
+fn the_registry_handshake_is_bounded_and_its_token_goes_only_to_the_registry() {
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    const TOKEN: &str = "t0k3n-for-good";
+    let component = guests::PROBE.to_vec();
+    let layer_digest = toolhost_registry::digest_of(&component);
+    let config = b"{}".to_vec();
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.wasm.config.v0+json", "digest": toolhost_registry::digest_of(&config), "size": 2},
+        "layers": [{"mediaType": "application/wasm", "digest": layer_digest, "size": component.len()}],
+    })
+    .to_string();
+    let served = Arc::new(AtomicUsize::new(0));
+    let counted = served.clone();
+    let locked_digest = layer_digest.clone();
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = seen.clone();
+    let server = toolhost_tests::server::Server::serve(move |mut conn| {
+        let head = toolhost_tests::server::read_head(&mut conn);
+        let target = head.split_whitespace().nth(1).unwrap_or("").to_string();
+        let header = |name: &str| {
+            head.lines()
+                .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim()))
+                .unwrap_or("")
+                .to_string()
+        };
+        let (host, authorization) = (header("host"), header("authorization"));
+        log.lock().unwrap().push(format!("{target} auth={authorization}"));
+        let endless = |conn: &mut std::net::TcpStream, status: &str, extra: &str| {
+            let _ = write!(conn, "HTTP/1.1 {status}\r\n{extra}Connection: close\r\n\r\n");
+            let chunk = vec![b' '; 64 << 10];
+            for _ in 0..(1 << 30) / chunk.len() {
+                if conn.write_all(&chunk).is_err() {
+                    break;
+                }
+                counted.fetch_add(chunk.len(), Ordering::SeqCst);
+            }
+        };
+        let answer = |conn: &mut std::net::TcpStream, status: &str, extra: &str, body: &[u8]| {
+            let _ =
+                write!(conn, "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+            let _ = conn.write_all(body);
+        };
+        let challenge =
+            |realm: &str| format!("WWW-Authenticate: Bearer realm=\"{realm}\",service=\"toolhost-test\"\r\n");
+        // `/v2/` does not name a repository: the probe is hostile when the registry is named
+        // `localhost` (an endless answer, which must be dropped unread).
+        if target == "/v2/" {
+            match host.split(':').next().unwrap_or("") {
+                "localhost" => endless(&mut conn, "200 OK", ""),
+                _ if authorization.is_empty() => {
+                    answer(&mut conn, "401 Unauthorized", &challenge(&format!("http://{host}/token")), b"")
+                }
+                _ => answer(&mut conn, "200 OK", "", b"{}"),
+            }
+            return;
+        }
+        if let Some(query) = target.strip_prefix("/token?") {
+            if query.contains("evil%2Fflood") {
+                endless(&mut conn, "200 OK", "Content-Type: application/json\r\n");
+            } else {
+                answer(
+                    &mut conn,
+                    "200 OK",
+                    "Content-Type: application/json\r\n",
+                    format!(r#"{{"token":"{TOKEN}"}}"#).as_bytes(),
+                );
+            }
+            return;
+        }
+        if authorization != format!("Bearer {TOKEN}") {
+            let body = br#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}"#;
+            answer(&mut conn, "401 Unauthorized", &challenge(&format!("http://{host}/token")), body);
+            return;
+        }
+        if target.ends_with("/manifests/1") {
+            answer(
+                &mut conn,
+                "200 OK",
+                "Content-Type: application/vnd.oci.image.manifest.v1+json\r\n",
+                manifest.as_bytes(),
+            );
+        } else if target.ends_with(&format!("/blobs/{layer_digest}")) {
+            answer(&mut conn, "200 OK", "Content-Type: application/octet-stream\r\n", &component);
+        } else {
+            let body = br#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}"#;
+            answer(&mut conn, "404 Not Found", "Content-Type: application/json\r\n", body);
+        }
+    });
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let registry = format!("127.0.0.1:{}", server.port);
+    let login = docker_login(&registry, "alice", PASSWORD);
+
+    let out = th(ws, Some(login.path()), &["add", &format!("oci://{registry}/good/tool:1"), "--name", "P"]);
+    ok(&out);
+    assert!(lock(ws).contains(&locked_digest), "{}", lock(ws));
+    let requests = seen.lock().unwrap().clone();
+    let token_requests: Vec<&String> = requests.iter().filter(|r| r.starts_with("/token?")).collect();
+    assert!(!token_requests.is_empty(), "{requests:?}");
+    for r in &token_requests {
+        assert!(r.contains("scope=repository%3Agood%2Ftool%3Apull") && r.contains("service=toolhost-test"), "{r}");
+        assert!(r.contains("auth=Basic "), "the login goes to the token service: {r}");
+    }
+    for r in requests.iter().filter(|r| r.starts_with("/v2/good/")) {
+        assert!(r.ends_with(&format!("auth=Bearer {TOKEN}")), "the registry gets the token only: {r}");
+    }
+
+    // A registry on this machine whose token service is another host, in clear text.
+    let cleartext = toolhost_tests::server::Server::start(true, |_| {
+        let realm = "WWW-Authenticate: Bearer realm=\"http://auth.example/token\",service=\"x\"";
+        format!("HTTP/1.1 401 Unauthorized\r\n{realm}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    });
+    let cases = [
+        (format!("oci://{registry}/evil/flood:1"), "the registry sent more than 65536 bytes"),
+        (format!("oci://localhost:{}/evil/probe:1", server.port), "HTTP 401"),
+        (format!("oci://127.0.0.1:{}/evil/cleartext:1", cleartext.port), "is not HTTPS"),
+    ];
+    for (source, want) in cases {
+        served.store(0, Ordering::SeqCst);
+        let all = fails(&th(ws, Some(login.path()), &["add", &source, "--name", "Q"]), want);
+        assert!(!all.contains("panicked") && !all.contains(PASSWORD), "{all}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let sent = served.load(Ordering::SeqCst);
+        assert!(sent < 64 << 20, "{source}: the registry got {sent} bytes out before it was cut off");
+    }
+}

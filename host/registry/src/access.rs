@@ -29,7 +29,6 @@
 
 use crate::{Error, Result};
 use docker_credential::{CredentialRetrievalError, DockerCredential};
-use oci_client::client::{Certificate, CertificateEncoding};
 use oci_client::secrets::RegistryAuth;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -134,33 +133,12 @@ impl Access {
         }
     }
 
-    /// An OCI client for a registry: HTTPS with these roots, plain HTTP only for `plain_http`
-    /// (a registry on this machine).
-    pub(crate) fn oci_client(&self, registry: &str, plain_http: bool) -> oci_client::Client {
-        use oci_client::client::{ClientConfig, ClientProtocol};
-        let protocol =
-            if plain_http { ClientProtocol::HttpsExcept(vec![registry.to_string()]) } else { ClientProtocol::Https };
-        let extra_root_certificates = self
-            .roots
-            .iter()
-            .map(|(_, der)| Certificate { encoding: CertificateEncoding::Der, data: der.clone() })
-            .collect();
-        oci_client::Client::new(ClientConfig {
-            protocol,
-            extra_root_certificates,
-            connect_timeout: Some(CONNECT_TIMEOUT),
-            read_timeout: Some(READ_TIMEOUT),
-            ..ClientConfig::default()
-        })
-    }
-
     /// An HTTPS-only client for `https://` sources, with these roots.
     pub(crate) fn https_client(&self) -> Result<reqwest::Client> {
         self.http_client(false)
     }
 
-    /// A client with these roots: HTTPS only, unless `plain_http` (a registry on this machine,
-    /// as [`Access::oci_client`] allows).
+    /// A client with these roots: HTTPS only, unless `plain_http` (a registry on this machine).
     pub(crate) fn http_client(&self, plain_http: bool) -> Result<reqwest::Client> {
         let mut builder = reqwest::Client::builder()
             .https_only(!plain_http)

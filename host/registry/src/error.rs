@@ -12,9 +12,9 @@ pub enum Error {
         reference: String,
         /// What went wrong.
         message: String,
-        /// The client's error.
+        /// The registry's answer, when it gave one.
         #[source]
-        source: Option<oci_client::errors::OciDistributionError>,
+        source: Option<crate::WireError>,
     },
     /// The artifact is not a Wasm component in the CNCF Wasm OCI layout.
     #[error("{reference}: not a Wasm component artifact: {message}")]

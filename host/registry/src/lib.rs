@@ -30,6 +30,7 @@ pub mod lock;
 pub mod oci;
 pub mod sign;
 pub mod store;
+mod wire;
 
 pub use access::Access;
 pub use diff::{CapabilityDiff, SetDiff};
@@ -37,6 +38,7 @@ pub use error::{Error, Result};
 pub use fetch::{Fetched, fetch};
 pub use lock::{Lock, LockedTool};
 pub use store::Store;
+pub use wire::WireError;
 
 /// `sha256:HEX` of some bytes: the digest form of OCI descriptors and of the lock file.
 pub fn digest_of(bytes: &[u8]) -> String {

@@ -27,11 +27,10 @@
 //! ```
 
 use crate::sign::{SIGNATURE_MEDIA_TYPE, Signature};
+use crate::wire::{Operation, Wire, WireError, wire_error};
 use crate::{Access, Error, Result, digest_hex, digest_of};
-use oci_client::errors::OciDistributionError;
+use oci_client::Reference;
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
-use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
 use std::collections::BTreeMap;
 use toolhost_policy::OciRef;
 
@@ -74,117 +73,8 @@ pub struct ComponentMeta {
     pub annotations: BTreeMap<String, String>,
 }
 
-/// A client for `r`'s registry (plain HTTP only for one on this machine) and the credentials
-/// it gets.
-struct Session {
-    client: Client,
-    auth: RegistryAuth,
-    /// For what toolhost reads itself, counting bytes as they stream (manifests, tag lists).
-    http: reqwest::Client,
-}
-
-impl Session {
-    fn new(r: &OciRef, access: &Access) -> Result<Session> {
-        Ok(Session {
-            client: access.oci_client(&r.registry, r.is_loopback()),
-            auth: access.auth(&r.registry)?,
-            http: access.http_client(r.is_loopback())?,
-        })
-    }
-
-    /// GET `path` (`/v2/…`) of `r`'s registry with the credentials the registry asks for
-    /// (logged in through the OCI client, which keeps the token), reading at most `limit` bytes
-    /// of the body as it streams: a registry that sends more is cut off there, whatever it
-    /// declared. Returns the body and the `Docker-Content-Digest` header.
-    async fn get_limited(
-        &self,
-        r: &OciRef,
-        path: &str,
-        accept: &str,
-        limit: usize,
-        what: &str,
-    ) -> Result<(Vec<u8>, Option<String>)> {
-        let reference = reference(r)?;
-        let token = self
-            .client
-            .auth(&reference, &self.auth, oci_client::RegistryOperation::Pull)
-            .await
-            .map_err(|e| registry_error(r, &self.auth, what, e))?;
-        let scheme = if r.is_loopback() { "http" } else { "https" };
-        let url = format!("{scheme}://{}{path}", reference.resolve_registry());
-        let mut request = self.http.get(&url).header(reqwest::header::ACCEPT, accept);
-        request = match (&token, &self.auth) {
-            (Some(token), _) => request.bearer_auth(token),
-            (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
-            (None, _) => request,
-        };
-        let stream_error = |e: reqwest::Error| {
-            let message = format!("{what}: {}", crate::chain(&e));
-            Error::Registry { reference: r.to_string(), message, source: None }
-        };
-        let mut response = request.send().await.map_err(stream_error)?;
-        let status = response.status();
-        let digest = response.headers().get("docker-content-digest").and_then(|v| v.to_str().ok()).map(str::to_string);
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(stream_error)? {
-            if body.len() + chunk.len() > limit {
-                if !status.is_success() {
-                    break;
-                }
-                return Err(Error::Layout {
-                    reference: r.to_string(),
-                    message: format!("{what}: the registry sent more than {limit} bytes"),
-                });
-            }
-            body.extend_from_slice(&chunk);
-        }
-        if !status.is_success() {
-            let message = String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
-            let e = OciDistributionError::ServerError { code: status.as_u16(), url, message };
-            return Err(registry_error(r, &self.auth, what, e));
-        }
-        Ok((body, digest))
-    }
-}
-
-/// What a pull writes a blob into: memory, at most `limit` bytes (the size the manifest
-/// declared). A registry that streams more is cut off at once, not after it filled memory.
-struct Bounded {
-    bytes: Vec<u8>,
-    limit: usize,
-    over: bool,
-}
-
-impl tokio::io::AsyncWrite for Bounded {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        if self.bytes.len() + buf.len() > self.limit {
-            self.over = true;
-            return std::task::Poll::Ready(Err(std::io::Error::other("more bytes than the manifest declared")));
-        }
-        self.bytes.extend_from_slice(buf);
-        std::task::Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-}
-
-fn reference(r: &OciRef) -> Result<Reference> {
+/// `r` as the OCI client library parses references (Docker Hub's host and `library/` resolved).
+pub(crate) fn reference(r: &OciRef) -> Result<Reference> {
     let text = match (&r.tag, &r.digest) {
         (_, Some(d)) => format!("{}@{d}", r.repository_ref()),
         (Some(t), None) => format!("{}:{t}", r.repository_ref()),
@@ -193,60 +83,14 @@ fn reference(r: &OciRef) -> Result<Reference> {
     text.parse().map_err(|e: oci_client::ParseError| Error::Layout { reference: r.to_string(), message: e.to_string() })
 }
 
-fn registry_error(r: &OciRef, auth: &RegistryAuth, what: &str, e: OciDistributionError) -> Error {
-    if refused_access(&e) {
-        let hint = match auth {
-            RegistryAuth::Anonymous => format!(
-                "no credentials are configured for {}: log in with `docker login {0}` or `oras login {0}` \
-                 (toolhost reads $DOCKER_CONFIG/config.json, else ~/.docker/config.json)",
-                r.registry
-            ),
-            _ => format!(
-                "the credentials configured for {} were refused (wrong, expired, or without access to {}): log in again",
-                r.registry, r.repository
-            ),
-        };
-        return Error::Unauthorized {
-            reference: r.to_string(),
-            message: format!("{what}: {}", crate::chain(&e)),
-            hint,
-        };
-    }
-    Error::Registry { reference: r.to_string(), message: format!("{what}: {}", crate::chain(&e)), source: Some(e) }
-}
-
-/// Whether the registry refused for want of (valid) credentials.
-fn refused_access(e: &OciDistributionError) -> bool {
-    use oci_client::errors::OciErrorCode;
-    match e {
-        OciDistributionError::AuthenticationFailure(_) | OciDistributionError::UnauthorizedError { .. } => true,
-        OciDistributionError::RegistryError { envelope, .. } => {
-            envelope.errors.iter().any(|e| matches!(e.code, OciErrorCode::Unauthorized | OciErrorCode::Denied))
-        }
-        OciDistributionError::ServerError { code, .. } => *code == 401 || *code == 403,
-        _ => false,
-    }
-}
-
-fn not_found(e: &OciDistributionError) -> bool {
-    use oci_client::errors::OciErrorCode;
-    match e {
-        OciDistributionError::ImageManifestNotFoundError(_) => true,
-        OciDistributionError::RegistryError { envelope, .. } => {
-            envelope.errors.iter().any(|e| matches!(e.code, OciErrorCode::ManifestUnknown | OciErrorCode::NotFound))
-        }
-        OciDistributionError::ServerError { code, .. } => *code == 404,
-        _ => false,
-    }
-}
-
 /// The digest the tag (or digest) of `r` resolves to now, without fetching the component.
 ///
 /// # Errors
 ///
 /// [`Error::Registry`] when the registry cannot answer.
 pub async fn resolve(r: &OciRef, access: &Access) -> Result<String> {
-    let (_, digest) = pull_manifest(&Session::new(r, access)?, r).await?;
+    let wire = Wire::connect(r, access, Operation::Pull).await?;
+    let (_, digest) = pull_manifest(&wire, r).await?;
     Ok(digest)
 }
 
@@ -256,11 +100,12 @@ pub async fn resolve(r: &OciRef, access: &Access) -> Result<String> {
 ///
 /// [`Error::Registry`] or [`Error::Unauthorized`] when the registry cannot answer.
 pub async fn tags(r: &OciRef, access: &Access) -> Result<Vec<String>> {
-    let session = Session::new(r, access)?;
-    let at = OciRef { tag: Some("latest".into()), digest: None, ..r.clone() };
-    let path = format!("/v2/{}/tags/list", reference(&at)?.repository());
+    let wire = Wire::connect(r, access, Operation::Pull).await?;
     let what = "cannot list the tags";
-    let (body, _) = session.get_limited(&at, &path, "application/json", MAX_TAGS_BYTES, what).await?;
+    let (body, _) = wire
+        .get("tags/list", "application/json", MAX_TAGS_BYTES, true)
+        .await
+        .map_err(|e| wire_error(r, &wire.login, what, e))?;
     #[derive(serde::Deserialize)]
     struct TagList {
         #[serde(default)]
@@ -301,18 +146,16 @@ pub async fn choose(r: &OciRef, req: &semver::VersionReq, access: &Access) -> Re
 }
 
 /// The manifest of `r`, its digest checked against its bytes and against `r`'s digest.
-async fn pull_manifest(session: &Session, r: &OciRef) -> Result<(OciImageManifest, String)> {
+async fn pull_manifest(wire: &Wire, r: &OciRef) -> Result<(OciImageManifest, String)> {
     let reference = reference(r)?;
     let at = reference.digest().or(reference.tag()).unwrap_or("latest");
-    let path = format!("/v2/{}/manifests/{at}", reference.repository());
-    let what = "cannot fetch the manifest";
-    let (bytes, reported) =
-        match session.get_limited(r, &path, OCI_IMAGE_MEDIA_TYPE, MAX_SMALL_BYTES as usize, what).await {
-            Err(Error::Layout { .. }) => {
-                return Err(Error::Layout { reference: r.to_string(), message: "the manifest is over 1 MiB".into() });
-            }
-            other => other?,
-        };
+    let answer = wire.get(&format!("manifests/{at}"), OCI_IMAGE_MEDIA_TYPE, MAX_SMALL_BYTES as usize, true).await;
+    let (bytes, reported) = match answer {
+        Err(WireError::TooLarge { .. }) => {
+            return Err(Error::Layout { reference: r.to_string(), message: "the manifest is over 1 MiB".into() });
+        }
+        other => other.map_err(|e| wire_error(r, &wire.login, "cannot fetch the manifest", e))?,
+    };
     let digest = digest_of(&bytes);
     for expected in [reported.as_ref(), r.digest.as_ref()].into_iter().flatten() {
         if *expected != digest {
@@ -328,34 +171,31 @@ async fn pull_manifest(session: &Session, r: &OciRef) -> Result<(OciImageManifes
     Ok((manifest, digest))
 }
 
-/// A blob of `r` named by `descriptor`, at most `limit` bytes, its digest checked.
-async fn pull_blob(session: &Session, r: &OciRef, descriptor: &OciDescriptor, limit: i64) -> Result<Vec<u8>> {
-    if descriptor.size < 0 || descriptor.size > limit {
-        return Err(Error::Layout {
-            reference: r.to_string(),
-            message: format!("a layer of {} bytes (at most {limit})", descriptor.size),
-        });
-    }
-    let mut sink = Bounded { bytes: Vec::new(), limit: descriptor.size as usize, over: false };
-    let pulled = session.client.pull_blob(&reference(r)?, descriptor, &mut sink).await;
-    if sink.over {
+/// A blob of `r` named by `descriptor`, at most `limit` bytes, its digest checked. The body is
+/// read up to the size the manifest declares: a registry that streams more is cut off there.
+async fn pull_blob(wire: &Wire, r: &OciRef, descriptor: &OciDescriptor, limit: i64) -> Result<Vec<u8>> {
+    if descriptor.size < 0 || descriptor.size > limit || !crate::is_digest(&descriptor.digest) {
         return Err(Error::Layout {
             reference: r.to_string(),
             message: format!(
-                "the registry sent more than the {} bytes the manifest declares for a layer",
-                descriptor.size
+                "a layer of {} bytes named {} (at most {limit}, sha256)",
+                descriptor.size, descriptor.digest
             ),
         });
     }
-    let bytes = sink.bytes;
-    pulled.map_err(|e| match e {
-        OciDistributionError::DigestError(_) => Error::DigestMismatch {
-            what: format!("the component layer of {r} (tampered with in the registry or on the way)"),
-            expected: descriptor.digest.clone(),
-            actual: e.to_string(),
-        },
-        e => registry_error(r, &session.auth, "cannot fetch a layer", e),
-    })?;
+    let tail = format!("blobs/{}", descriptor.digest);
+    let bytes = match wire.get(&tail, "application/octet-stream", descriptor.size as usize, false).await {
+        Err(WireError::TooLarge { .. }) => {
+            return Err(Error::Layout {
+                reference: r.to_string(),
+                message: format!(
+                    "the registry sent more than the {} bytes the manifest declares for a layer",
+                    descriptor.size
+                ),
+            });
+        }
+        other => other.map_err(|e| wire_error(r, &wire.login, "cannot fetch a layer", e))?.0,
+    };
     let actual = digest_of(&bytes);
     if actual != descriptor.digest || bytes.len() as i64 != descriptor.size {
         return Err(Error::DigestMismatch {
@@ -374,8 +214,8 @@ async fn pull_blob(session: &Session, r: &OciRef, descriptor: &OciDescriptor, li
 /// [`Error::Registry`], [`Error::Layout`] for an artifact that is not one Wasm component,
 /// [`Error::DigestMismatch`] for bytes that are not what the manifest names.
 pub async fn pull(r: &OciRef, access: &Access) -> Result<Pulled> {
-    let session = Session::new(r, access)?;
-    let (manifest, manifest_digest) = pull_manifest(&session, r).await?;
+    let wire = Wire::connect(r, access, Operation::Pull).await?;
+    let (manifest, manifest_digest) = pull_manifest(&wire, r).await?;
     if manifest.config.media_type != WASM_CONFIG_MEDIA_TYPE {
         return Err(Error::Layout {
             reference: r.to_string(),
@@ -389,8 +229,8 @@ pub async fn pull(r: &OciRef, access: &Access) -> Result<Pulled> {
             message: format!("{} layers of media type {WASM_LAYER_MEDIA_TYPE} (expected one)", wasm.len()),
         });
     };
-    let bytes = pull_blob(&session, r, layer, MAX_COMPONENT_BYTES).await?;
-    let signature = pull_signature(&session, r, &manifest_digest).await?;
+    let bytes = pull_blob(&wire, r, layer, MAX_COMPONENT_BYTES).await?;
+    let signature = pull_signature(&wire, r, &manifest_digest).await?;
     Ok(Pulled { manifest_digest, component_digest: layer.digest.clone(), bytes, signature })
 }
 
@@ -399,17 +239,17 @@ pub fn signature_tag(manifest_digest: &str) -> String {
     format!("sha256-{}.toolhost-sig", digest_hex(manifest_digest))
 }
 
-async fn pull_signature(session: &Session, r: &OciRef, manifest_digest: &str) -> Result<Option<Signature>> {
+async fn pull_signature(wire: &Wire, r: &OciRef, manifest_digest: &str) -> Result<Option<Signature>> {
     let at = OciRef { tag: Some(signature_tag(manifest_digest)), digest: None, ..r.clone() };
-    let manifest = match pull_manifest(session, &at).await {
+    let manifest = match pull_manifest(wire, &at).await {
         Ok((m, _)) => m,
-        Err(Error::Registry { source: Some(e), .. }) if not_found(&e) => return Ok(None),
+        Err(Error::Registry { source: Some(e), .. }) if e.is_not_found() => return Ok(None),
         Err(e) => return Err(e),
     };
     let Some(layer) = manifest.layers.iter().find(|l| l.media_type == SIGNATURE_MEDIA_TYPE) else {
         return Ok(None);
     };
-    let bytes = pull_blob(session, &at, layer, MAX_SMALL_BYTES).await?;
+    let bytes = pull_blob(wire, &at, layer, MAX_SMALL_BYTES).await?;
     Signature::from_json(&bytes).map(Some)
 }
 
@@ -435,7 +275,7 @@ pub async fn push(
     meta: &ComponentMeta,
     signature: Option<&Signature>,
 ) -> Result<String> {
-    let session = Session::new(r, access)?;
+    let wire = Wire::connect(r, access, Operation::Push).await?;
     let layer = descriptor(WASM_LAYER_MEDIA_TYPE, bytes);
     let config = serde_json::json!({
         "created": rfc3339_now(),
@@ -455,7 +295,7 @@ pub async fn push(
         annotations: (!meta.annotations.is_empty()).then(|| meta.annotations.clone()),
     };
     let digest =
-        push_artifact(&session, r, &manifest, &[(&config, &manifest.config), (bytes, &manifest.layers[0])]).await?;
+        push_artifact(&wire, r, &manifest, &[(&config, &manifest.config), (bytes, &manifest.layers[0])]).await?;
     if let Some(signature) = signature {
         let json = signature.to_json();
         let at = OciRef { tag: Some(signature_tag(&digest)), digest: None, ..r.clone() };
@@ -470,7 +310,7 @@ pub async fn push(
             artifact_type: Some(SIGNATURE_MEDIA_TYPE.to_string()),
             annotations: None,
         };
-        push_artifact(&session, &at, &sig_manifest, &[(EMPTY_CONTENT, &empty), (&json, &sig_layer)]).await?;
+        push_artifact(&wire, &at, &sig_manifest, &[(EMPTY_CONTENT, &empty), (&json, &sig_layer)]).await?;
     }
     Ok(digest)
 }
@@ -480,30 +320,20 @@ fn descriptor_of(digest: &str) -> OciDescriptor {
 }
 
 async fn push_artifact(
-    session: &Session,
+    wire: &Wire,
     r: &OciRef,
     manifest: &OciImageManifest,
     blobs: &[(&[u8], &OciDescriptor)],
 ) -> Result<String> {
-    let (client, auth) = (&session.client, &session.auth);
-    let reference = reference(r)?;
-    client
-        .auth(&reference, auth, oci_client::RegistryOperation::Push)
-        .await
-        .map_err(|e| registry_error(r, auth, "cannot log in to push", e))?;
     for (bytes, d) in blobs {
-        client
-            .push_blob(&reference, bytes, &d.digest)
-            .await
-            .map_err(|e| registry_error(r, auth, "cannot push a blob", e))?;
+        wire.push_blob(bytes, &d.digest).await.map_err(|e| wire_error(r, &wire.login, "cannot push a blob", e))?;
     }
     let body = serde_json::to_vec(manifest).unwrap_or_default();
     let digest = digest_of(&body);
-    let content_type = http::HeaderValue::from_static(OCI_IMAGE_MEDIA_TYPE);
-    client
-        .push_manifest_raw(&reference, body, content_type)
+    let tag = r.tag.as_deref().unwrap_or("latest");
+    wire.push_manifest(tag, body, OCI_IMAGE_MEDIA_TYPE)
         .await
-        .map_err(|e| registry_error(r, auth, "cannot push the manifest", e))?;
+        .map_err(|e| wire_error(r, &wire.login, "cannot push the manifest", e))?;
     Ok(digest)
 }
 
