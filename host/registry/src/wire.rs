@@ -377,7 +377,8 @@ pub(crate) fn wire_error(r: &OciRef, login: &RegistryAuth, what: &str, e: WireEr
             hint,
         };
     }
-    Error::Registry { reference: r.to_string(), message: format!("{what}: {}", crate::chain(&e)), source: Some(e) }
+    // The cause is the error's source, not part of its message: a chain printed whole says it once.
+    Error::Registry { reference: r.to_string(), message: what.to_string(), source: Some(e) }
 }
 
 #[cfg(test)]
