@@ -9,7 +9,7 @@
 use crate::message::ToolDef;
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use toolhost::{ContentBlock, OutcomeKind, ToolResult, ToolUse};
+use toolhost::{ContentBlock, Refusal, RefusalKind, ToolResult, ToolUse};
 
 /// The name of the search tool the loop answers itself.
 pub const TOOL_SEARCH: &str = "ToolSearch";
@@ -92,25 +92,21 @@ impl Deferral {
         }
         let deferred = self.deferred.iter().any(|d| d.name == call.name);
         (deferred && !self.sent.contains(&call.name)).then(|| {
-            ToolResult::error(
-                &call.id,
-                OutcomeKind::SchemaError,
+            Refusal::new(
+                RefusalKind::NotLoaded,
                 format!(
-                    "<tool_use_error>{} is a deferred tool whose schema has not been loaded, so it was not run. Call \
-                     {TOOL_SEARCH} with query \"select:{}\" first, then call it again.</tool_use_error>",
+                    "{} is a deferred tool whose schema has not been loaded, so it was not run. Call {TOOL_SEARCH} \
+                     with query \"select:{}\" first, then call it again.",
                     call.name, call.name
                 ),
             )
+            .into_result(&call.id)
         })
     }
 
     fn search(&mut self, call: &ToolUse) -> ToolResult {
         let Some(query) = call.input.get("query").and_then(Value::as_str) else {
-            return ToolResult::error(
-                &call.id,
-                OutcomeKind::SchemaError,
-                "InputValidationError: `query` (a string) is required",
-            );
+            return Refusal::new(RefusalKind::Schema, "`query` (a string) is required").into_result(&call.id);
         };
         let max = call.input.get("max_results").and_then(Value::as_u64).map_or(DEFAULT_RESULTS, |n| n.max(1) as usize);
         let matches: Vec<&ToolDef> = match query.strip_prefix("select:") {

@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-use toolhost::{CancellationToken, OutcomeKind, Runtime, Session, Submission, ToolResult, ToolUse};
+use toolhost::{CancellationToken, Refusal, RefusalKind, Runtime, Session, Submission, ToolResult, ToolUse};
 
 /// Prices in US dollars per million tokens, for the cost in the summary and a cost budget.
 /// Cache writes and reads default to 1.25× and 0.1× the input price (Anthropic's multipliers).
@@ -252,8 +252,7 @@ impl TurnSink for Sink<'_> {
         self.started.lock().unwrap_or_else(|e| e.into_inner()).insert(call.id.clone(), (call.clone(), Instant::now()));
         let answered = if call.name != crate::TOOL_SEARCH && !self.offered.contains(&call.name) {
             // Not offered: the runtime may have it, but this run does not.
-            let message = format!("<tool_use_error>Error: No such tool available: {}</tool_use_error>", call.name);
-            Some(ToolResult::error(&call.id, OutcomeKind::UnknownTool, message))
+            Some(Refusal::unknown_tool(&call.name).into_result(&call.id))
         } else {
             self.deferral.as_deref_mut().and_then(|d| d.answer(&call))
         };
@@ -532,12 +531,8 @@ impl Agent {
                 Some(found) => found,
                 None if matches!(stop, StopReason::MaxTokens) => continue,
                 None => {
-                    let r = ToolResult::error(
-                        &call.id,
-                        OutcomeKind::SchemaError,
-                        "<tool_use_error>InputValidationError: the input of this call is not valid JSON; it was not \
-                         run</tool_use_error>",
-                    );
+                    let message = "the input of this call is not valid JSON; it was not run";
+                    let r = Refusal::new(RefusalKind::InvalidJson, message).into_result(&call.id);
                     (r, Duration::ZERO)
                 }
             };

@@ -58,7 +58,8 @@ pub use net::{
 pub use path::{normalize, resolve};
 pub use path_pattern::{PathPattern, PathPatternError};
 pub use permission::{
-    Decision, Mode, ModeError, Request, Rule, RuleError, RulePattern, RulePatternError, Rules, SubjectKind, UrlSubject,
+    DecidedBy, Decision, Mode, ModeError, Request, Rule, RuleError, RulePattern, RulePatternError, Rules, SubjectKind,
+    UrlSubject, Verdict,
 };
 pub use source::{OciRef, ToolRef, ToolRefError};
 pub use trust::{PublicKey, PublicKeyError, SignerConfig, TrustConfig};

@@ -456,6 +456,31 @@ fn literal_pattern(path: &str) -> String {
     out
 }
 
+/// What made a permission decision (for the audit log and for who may say more about it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecidedBy {
+    /// A deny, ask or allow rule.
+    Rule,
+    /// The mode (its default, or plan, bypass or dont-ask overriding a rule).
+    Mode,
+    /// A PreToolUse hook's answer.
+    Hook,
+    /// The subject itself: a URL that does not parse is refused whatever the rules say.
+    Subject,
+}
+
+/// A permission decision, what made it, and why in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Allow, deny or ask.
+    pub decision: Decision,
+    /// What decided.
+    pub by: DecidedBy,
+    /// The rule or mode, in words.
+    pub reason: String,
+}
+
 impl Rules {
     /// Decide a call: deny rules first, then plan mode, then ask rules, then allow rules, then
     /// the mode's default. Returns the decision and a reason naming the rule or mode.
@@ -477,6 +502,13 @@ impl Rules {
         workspace: &Path,
         hook: Option<Decision>,
     ) -> (Decision, String) {
+        let verdict = self.verdict(mode, req, workspace, hook);
+        (verdict.decision, verdict.reason)
+    }
+
+    /// [`Rules::decide_with_hook`], saying also what decided ([`DecidedBy`]).
+    pub fn verdict(&self, mode: Mode, req: &Request<'_>, workspace: &Path, hook: Option<Decision>) -> Verdict {
+        let v = |decision, by, reason: String| Verdict { decision, by, reason };
         let covers = |r: &Rule| {
             r.matches(req.tool, req.subject, workspace)
                 || matches!(req.subject, Some((_, SubjectKind::Path)))
@@ -488,34 +520,47 @@ impl Rules {
         if let Some((value, SubjectKind::Url)) = req.subject
             && let Err(why) = UrlSubject::parse(value)
         {
-            return (
+            return v(
                 Decision::Deny,
+                DecidedBy::Subject,
                 format!("the URL {value:?} does not parse ({why}), so no rule can judge where it leads"),
             );
         }
         if let Some(rule) = find(&self.deny) {
-            return (Decision::Deny, format!("denied by the rule {rule}"));
+            return v(Decision::Deny, DecidedBy::Rule, format!("denied by the rule {rule}"));
         }
         if mode == Mode::Plan && !req.read_only {
-            return (Decision::Deny, format!("plan mode runs only read-only tools; {} is not read-only", req.tool));
+            return v(
+                Decision::Deny,
+                DecidedBy::Mode,
+                format!("plan mode runs only read-only tools; {} is not read-only", req.tool),
+            );
         }
         if let Some(rule) = find(&self.ask) {
             return match mode {
-                Mode::Bypass => (Decision::Allow, format!("bypass mode (the rule {rule} would ask)")),
-                Mode::DontAsk => (Decision::Deny, format!("the rule {rule} asks, and dont-ask mode denies every ask")),
-                _ => (Decision::Ask, format!("the rule {rule} asks")),
+                Mode::Bypass => v(Decision::Allow, DecidedBy::Mode, format!("bypass mode (the rule {rule} would ask)")),
+                Mode::DontAsk => {
+                    v(Decision::Deny, DecidedBy::Mode, format!("the rule {rule} asks, and dont-ask mode denies every ask"))
+                }
+                _ => v(Decision::Ask, DecidedBy::Rule, format!("the rule {rule} asks")),
             };
         }
         match hook {
             Some(Decision::Ask) if mode == Mode::DontAsk => {
-                return (Decision::Deny, "a PreToolUse hook asks, and dont-ask mode denies every ask".to_string());
+                return v(
+                    Decision::Deny,
+                    DecidedBy::Hook,
+                    "a PreToolUse hook asks, and dont-ask mode denies every ask".to_string(),
+                );
             }
-            Some(Decision::Ask) => return (Decision::Ask, "a PreToolUse hook asks".to_string()),
-            Some(Decision::Allow) => return (Decision::Allow, "allowed by a PreToolUse hook".to_string()),
+            Some(Decision::Ask) => return v(Decision::Ask, DecidedBy::Hook, "a PreToolUse hook asks".to_string()),
+            Some(Decision::Allow) => {
+                return v(Decision::Allow, DecidedBy::Hook, "allowed by a PreToolUse hook".to_string());
+            }
             _ => {}
         }
         if let Some(rule) = find(&self.allow) {
-            return (Decision::Allow, format!("allowed by the rule {rule}"));
+            return v(Decision::Allow, DecidedBy::Rule, format!("allowed by the rule {rule}"));
         }
         let inside = req.inside_workspace(workspace);
         let (decision, why) = match mode {
@@ -526,8 +571,10 @@ impl Rules {
             _ => (Decision::Ask, format!("no rule allows {} to run without asking", req.tool)),
         };
         match (decision, mode) {
-            (Decision::Ask, Mode::DontAsk) => (Decision::Deny, format!("{why} (dont-ask mode denies every ask)")),
-            _ => (decision, why),
+            (Decision::Ask, Mode::DontAsk) => {
+                v(Decision::Deny, DecidedBy::Mode, format!("{why} (dont-ask mode denies every ask)"))
+            }
+            _ => v(decision, DecidedBy::Mode, why),
         }
     }
 }

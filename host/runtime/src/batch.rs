@@ -13,6 +13,7 @@ use crate::abort::AbortOnDrop;
 use crate::call::CallOptions;
 use crate::classify::CheckedCall;
 use crate::pipeline::{Access, Updates};
+use crate::refusal::Refusal;
 use crate::result::ToolResult;
 use crate::runtime::Runtime;
 use crate::schedule::{Hold, Running};
@@ -217,11 +218,7 @@ impl Runtime {
                         next_index += 1;
                         if !seen.insert(call.id.clone()) {
                             // A repeated id cannot be paired unambiguously: refused, not run.
-                            let message = format!(
-                                "<tool_use_error>Error: duplicate tool_use id {:?}; this call was not run</tool_use_error>",
-                                call.id
-                            );
-                            finished.insert(index, ToolResult::error(&call.id, OutcomeKind::SchemaError, message));
+                            finished.insert(index, Refusal::duplicate_id(&call.id).into_result(&call.id));
                             continue;
                         }
                         // Its place in the order is taken before it is classified.

@@ -7,8 +7,9 @@
 use crate::ToolUse;
 use crate::call::CallOptions;
 use crate::invoke::IsConcurrencySafe;
-use crate::pipeline::{Access, PerCall};
-use crate::result::ToolResult;
+use crate::pipeline::{Access, CallCtx};
+use crate::refusal::Refusal;
+use crate::session::SessionView;
 use crate::runtime::{LoadedTool, Runtime};
 use std::sync::Arc;
 
@@ -45,14 +46,14 @@ impl CheckedCall {
 /// The schema check made while classifying, and the tool it was made against.
 pub(crate) struct Schema {
     tool: Option<Arc<LoadedTool>>,
-    /// The input as JSON text for the guest, or the error result the check gave.
-    outcome: Option<Result<String, ToolResult>>,
+    /// The input as JSON text for the guest, or the check's refusal.
+    outcome: Option<Result<String, Refusal>>,
 }
 
 impl Schema {
     /// The outcome, when it was checked against `tool` itself (not a same-named tool of
     /// another runtime, e.g. before an MCP server's reload).
-    pub(crate) fn for_tool(self, tool: &Arc<LoadedTool>) -> Option<Result<String, ToolResult>> {
+    pub(crate) fn for_tool(self, tool: &Arc<LoadedTool>) -> Option<Result<String, Refusal>> {
         let same = self.tool.as_ref().is_some_and(|checked| Arc::ptr_eq(checked, tool));
         if same { self.outcome } else { None }
     }
@@ -66,23 +67,12 @@ impl Runtime {
         let Some(tool) = self.tools.get(&tool_use.name) else {
             return CheckedCall::unchecked(tool_use);
         };
-        let outcome = self.check_input(tool, &tool_use.id, &tool_use.input, "");
+        let outcome = self.check_input(tool, &tool_use.input, "");
         let safe = match &outcome {
             Ok(input) => {
                 let options = CallOptions::default();
-                let call = PerCall { options: &options, hosts: Default::default() };
-                let asked = self
-                    .invoke(
-                        tool,
-                        &tool_use,
-                        &Arc::default(),
-                        Access::Nothing,
-                        &call,
-                        IsConcurrencySafe(input),
-                        Vec::new(),
-                    )
-                    .await;
-                matches!(asked, Ok(true))
+                let cx = CallCtx::new(tool, &tool_use, SessionView::empty(), Access::Nothing, &options);
+                matches!(self.invoke(&cx, Access::Nothing, IsConcurrencySafe(input), Vec::new()).await, Ok(true))
             }
             Err(_) => false,
         };

@@ -4,6 +4,7 @@
 //! a failure or a `tool-error` becomes the call's error result.
 
 use crate::bindings::WitToolError;
+use crate::refusal::{INTERRUPTED, Refusal, RefusalKind};
 use crate::result::ToolResult;
 use crate::state::{HostState, Interrupt};
 use serde::Serialize;
@@ -19,6 +20,12 @@ pub enum OutcomeKind {
     Success,
     /// No tool has that name.
     UnknownTool,
+    /// Another call of the turn had the same id; this one was not run.
+    DuplicateId,
+    /// The `tool_use` block had no `name` or no `input` object; it was not run.
+    MalformedBlock,
+    /// The input was not valid JSON (a streamed block cut short); it was not run.
+    InvalidJson,
     /// The input broke the tool's JSON Schema (or was too large).
     SchemaError,
     /// The tool's `validate` refused the input.
@@ -62,6 +69,9 @@ impl OutcomeKind {
         match self {
             OutcomeKind::Success => "success",
             OutcomeKind::UnknownTool => "unknown_tool",
+            OutcomeKind::DuplicateId => "duplicate_id",
+            OutcomeKind::MalformedBlock => "malformed_block",
+            OutcomeKind::InvalidJson => "invalid_json",
             OutcomeKind::SchemaError => "schema_error",
             OutcomeKind::ValidateError => "validate_error",
             OutcomeKind::InvalidInput => "invalid_input",
@@ -114,13 +124,17 @@ impl Failure {
     }
 }
 
-/// What the model reads for a call cut short or never started because the turn was aborted.
-pub(crate) const INTERRUPTED: &str = "Interrupted by user";
+impl Failure {
+    /// The failure of a `validate` export, which stops the call before it runs; the message
+    /// names the export.
+    pub(crate) fn in_validate(self) -> Refusal {
+        Refusal::new(RefusalKind::Guest(self.kind), format!("{} (in `validate`)", self.message))
+    }
 
-/// A failure as an error result; the stage is named when it is not the call itself.
-pub(crate) fn failure(id: &str, f: Failure, stage: &str) -> ToolResult {
-    let message = if stage == "call" { f.message } else { format!("{} (in `{stage}`)", f.message) };
-    ToolResult::error(id, f.kind, message)
+    /// The failure of the call itself, as its error result.
+    pub(crate) fn into_result(self, id: &str) -> ToolResult {
+        ToolResult::error(id, self.kind, self.message)
+    }
 }
 
 /// The result of a `call` that returned `tool-error`: its kind from the variant, or

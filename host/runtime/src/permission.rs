@@ -2,10 +2,15 @@
 //! goes to a [`PermissionDecider`] (a person at a terminal, an MCP client, a program), or is a
 //! denial naming the rule to add when there is none.
 
+use crate::event::Event;
+use crate::fsguard::resolve_at;
+use crate::pipeline::CallCtx;
+use crate::refusal::{Refusal, RefusalKind};
+use crate::runtime::Runtime;
 use async_trait::async_trait;
 use serde_json::Value;
-use std::path::Path;
-use toolhost_policy::{Decision, Mode, Request, Rules, SubjectKind};
+use std::path::PathBuf;
+use toolhost_policy::{DecidedBy, Decision, Mode, Request, Rules, SubjectKind};
 
 /// A question for whoever may allow a call.
 #[derive(Debug, Clone)]
@@ -109,12 +114,141 @@ pub(crate) fn claude_mode_name(mode: Mode) -> &'static str {
     }
 }
 
-/// Decide with the rules; `hook` is the PreToolUse hooks' combined answer (not `Deny`).
-pub(crate) fn decide(
-    permissions: &Permissions,
-    req: &Request<'_>,
-    workspace: &Path,
-    hook: Option<Decision>,
-) -> (Decision, String) {
-    permissions.rules.decide_with_hook(permissions.mode, req, workspace, hook)
+impl Runtime {
+    /// Step 6: rules and mode; an ask goes to the decider, one question at a time. On success,
+    /// the paths the call may write although other programs run them (a person said yes).
+    pub(crate) async fn permit(
+        &self,
+        cx: &CallCtx<'_>,
+        input: &Value,
+        (hook, hook_reason): (Option<Decision>, Option<&str>),
+    ) -> Result<Vec<PathBuf>, Refusal> {
+        let (id, name, tool, view, cancel) = (cx.id(), cx.name(), cx.tool, &cx.view, cx.cancel());
+        let subject = subject_value(input, tool.info.permission_subject.as_deref());
+        let req = Request {
+            tool: name,
+            subject: subject.as_ref().map(|(v, k)| (v.as_str(), *k)),
+            read_only: tool.info.read_only,
+            grant_inside_workspace: tool.grant_inside_workspace,
+        };
+        // A write to a file other programs run (`.git/hooks/…`) is asked in every mode, and the
+        // filesystem guard lets only this call, and only that file, through.
+        let guarded = match &subject {
+            Some((value, SubjectKind::Path)) if !tool.info.read_only => {
+                let real = resolve_at(&self.workspace, value, true);
+                self.fs_policy.needs_ask(&real).map(|pattern| (real.clone(), pattern.to_string()))
+            }
+            _ => None,
+        };
+        let verdict = self.permissions.rules.verdict(self.permissions.mode, &req, &self.workspace, hook);
+        // What made the decision, for the audit log: the rule, mode or hook (with its command).
+        let by = match (verdict.by, hook_reason) {
+            (DecidedBy::Hook, Some(command)) => format!("{}: {command}", verdict.reason),
+            _ => verdict.reason.clone(),
+        };
+        let (decision, reason) = match (verdict.decision, &guarded) {
+            (Decision::Allow | Decision::Ask, Some((real, pattern))) => (
+                Decision::Ask,
+                format!(
+                    "{} matches `{pattern}`, a file other programs run: writing it is asked every time, in every mode",
+                    real.display()
+                ),
+            ),
+            _ => (verdict.decision, verdict.reason),
+        };
+        let approved = || guarded.iter().map(|(real, _)| real.clone()).collect::<Vec<_>>();
+        let denied = |message: String| Refusal::new(RefusalKind::PermissionDenied, message);
+        match decision {
+            Decision::Allow => {
+                self.decided(id, name, "allow", &by, None);
+                return Ok(Vec::new());
+            }
+            Decision::Deny => {
+                self.decided(id, name, "deny", &by, None);
+                return Err(denied(format!("Permission to use {name} has been denied: {reason}.")));
+            }
+            Decision::Ask => {}
+        }
+        let suggested = req.suggested_rule(&self.workspace);
+        let asked = |answer: &str| {
+            self.emit(|| Event::PermissionAsked {
+                id: id.to_string(),
+                tool: name.to_string(),
+                reason: reason.clone(),
+                answer: answer.to_string(),
+            });
+            self.decided(id, name, "ask", &by, Some(answer));
+        };
+        let _one_at_a_time = tokio::select! {
+            guard = self.permissions.ask_lock.lock() => guard,
+            _ = cancel.cancelled() => return Err(Refusal::interrupted()),
+        };
+        if guarded.is_none() && view.allows(name) {
+            self.decided(id, name, "ask", &by, Some("allowed_earlier"));
+            return Ok(Vec::new());
+        }
+        let request = AskRequest {
+            tool_use_id: id.to_string(),
+            tool: name.to_string(),
+            input: input.clone(),
+            subject: subject.map(|(v, _)| v),
+            reason: reason.clone(),
+            session_rule: name.to_string(),
+            suggested_rule: suggested.clone(),
+        };
+        let decider = cx.options.decider.as_ref().or(self.decider.as_ref());
+        let Some(decider) = decider.filter(|d| d.can_ask(&request)) else {
+            asked("no_one_to_ask");
+            if guarded.is_some() {
+                return Err(denied(format!(
+                    "Permission to use {name} has been denied: {reason}, and there is no one to ask (no terminal). \
+                     No rule or mode allows it: run toolhost where a person can answer, or make the change yourself."
+                )));
+            }
+            return Err(denied(format!(
+                "Permission to use {name} has been denied: {reason}, and there is no one to ask (no terminal). \
+                 To allow such calls, add the rule \"{suggested}\" to `allow` in [permissions] of toolhost.toml, \
+                 or pass --allow '{suggested}'."
+            )));
+        };
+        let answer = tokio::select! {
+            answer = decider.ask(&request) => answer,
+            _ = cancel.cancelled() => return Err(Refusal::interrupted()),
+        };
+        match answer {
+            AskAnswer::AllowOnce => {
+                asked("allow_once");
+                Ok(approved())
+            }
+            // "Always" never covers files other programs run: the next write is asked again.
+            AskAnswer::AllowAlways if guarded.is_some() => {
+                asked("allow_once");
+                Ok(approved())
+            }
+            AskAnswer::AllowAlways => {
+                asked("allow_always");
+                view.allow(name);
+                Ok(Vec::new())
+            }
+            AskAnswer::Deny(why) => {
+                asked("deny");
+                let why = why.filter(|w| !w.trim().is_empty()).map(|w| format!(": {w}")).unwrap_or_default();
+                Err(denied(format!("Permission to use {name} was denied by the user{why}.")))
+            }
+        }
+    }
+
+    /// Report a permission decision: `decision` is `allow`, `deny` or `ask`, `by` the rule,
+    /// mode or hook that made it, `answer` what an ask got.
+    pub(crate) fn decided(&self, id: &str, tool: &str, decision: &str, by: &str, answer: Option<&str>) {
+        self.emit(|| Event::Decided {
+            id: id.to_string(),
+            tool: tool.to_string(),
+            session: self.session_id.clone(),
+            decision: decision.to_string(),
+            by: by.to_string(),
+            answer: answer.map(str::to_string),
+        });
+    }
+
 }

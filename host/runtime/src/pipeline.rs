@@ -7,24 +7,23 @@ use crate::ToolUse;
 use crate::call::CallOptions;
 use crate::classify::{CheckedCall, Schema};
 use crate::event::Event;
-use crate::fsguard::{FsRules, resolve_at};
-use crate::hooks::{Combined, HookEvent, HookInput, HookResponse, combine};
-use crate::invoke::{Call, CallReturn, Export, FsCall, InvokeCtx, Validate, invoke};
-use crate::outcome::{Failure, INTERRUPTED, OutcomeKind, failure, tool_error};
-use crate::permission::{AskAnswer, AskRequest, canonical_url_input, claude_mode_name, decide, subject_value};
+use crate::hooks::{Combined, HookEvent};
+use crate::invoke::{Call, CallReturn, Validate};
+use crate::outcome::{OutcomeKind, tool_error};
+use crate::permission::canonical_url_input;
+use crate::refusal::{Refusal, RefusalKind};
 use crate::result::ContentBlock;
 use crate::result::{ToolResult, map_output};
 use crate::runtime::{LoadedTool, Runtime};
 use crate::schedule::Running;
 use crate::session::{ContextFull, Session, SessionView, growth};
-use crate::state::{CallEnv, ProgressTo};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
-use toolhost_policy::{Decision, Request, SubjectKind};
+use toolhost_policy::Decision;
 
 /// Context updates a call asks for, in order (`None` deletes), inside its tool's namespace.
 #[derive(Debug, Default)]
@@ -46,14 +45,35 @@ pub(crate) enum Access {
     ReadOnly,
 }
 
-/// The state of one call on its way through the pipeline: its options, and the hosts it tried
-/// to reach (see [`crate::net::HostLog`], reported in [`Event::Finish`]).
-pub(crate) struct PerCall<'a> {
+/// One call on its way through the steps: what every step reads about it, passed as one
+/// value (the steps themselves are in [`Runtime::run_one`]'s order below, the permission step
+/// in [`crate::permission`], the hooks in [`crate::hooks`], the store in [`crate::invoke`]).
+pub(crate) struct CallCtx<'a> {
+    pub tool: &'a LoadedTool,
+    pub tool_use: &'a ToolUse,
+    /// The session as the call sees it: its context, and what a person allowed in it.
+    pub view: SessionView,
+    /// What the call itself may reach (`validate` and `is-concurrency-safe` get nothing).
+    pub access: Access,
     pub options: &'a CallOptions,
+    /// The hosts the call tried to reach (see [`crate::net::HostLog`], reported in
+    /// [`Event::Finish`]).
     pub hosts: crate::net::HostLog,
 }
 
-impl PerCall<'_> {
+impl<'a> CallCtx<'a> {
+    pub(crate) fn new(tool: &'a LoadedTool, tool_use: &'a ToolUse, view: SessionView, access: Access, options: &'a CallOptions) -> Self {
+        CallCtx { tool, tool_use, view, access, options, hosts: crate::net::HostLog::default() }
+    }
+
+    pub(crate) fn id(&self) -> &str {
+        &self.tool_use.id
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.tool.info.name
+    }
+
     pub(crate) fn cancel(&self) -> &CancellationToken {
         &self.options.cancel
     }
@@ -88,7 +108,7 @@ impl Runtime {
     /// The result of a call cancelled before it ran (while it waited for its turn), with the
     /// [`Event::Finish`] every call has, so the audit log has its line.
     pub fn interrupted(&self, tool_use: &ToolUse) -> ToolResult {
-        let result = ToolResult::error(&tool_use.id, OutcomeKind::Interrupted, INTERRUPTED);
+        let result = Refusal::interrupted().into_result(&tool_use.id);
         self.finished(tool_use, &result, Duration::ZERO, Vec::new());
         result
     }
@@ -136,26 +156,20 @@ impl Runtime {
         options: &CallOptions,
     ) -> (ToolResult, Updates) {
         let started = Instant::now();
-        let call = PerCall { options, hosts: crate::net::HostLog::default() };
-        let (result, updates) = match self.tools.get(&tool_use.name) {
-            None => (
-                ToolResult::error(
-                    &tool_use.id,
-                    OutcomeKind::UnknownTool,
-                    format!("<tool_use_error>Error: No such tool available: {}</tool_use_error>", tool_use.name),
-                ),
-                Updates::default(),
-            ),
+        let (result, updates, hosts) = match self.tools.get(&tool_use.name) {
+            None => (Refusal::unknown_tool(&tool_use.name).into_result(&tool_use.id), Updates::default(), Vec::new()),
             Some(_) if options.cancel.is_cancelled() => {
-                (ToolResult::error(&tool_use.id, OutcomeKind::Interrupted, INTERRUPTED), Updates::default())
+                (Refusal::interrupted().into_result(&tool_use.id), Updates::default(), Vec::new())
             }
             Some(tool) => {
                 // A check made against another runtime's tool of that name counts for nothing.
                 let schema = schema.and_then(|s| s.for_tool(tool));
-                self.run_tool(tool, tool_use, schema, context, access, &call).await
+                let cx = CallCtx::new(tool, tool_use, context, access, options);
+                let (result, updates) = self.run_tool(&cx, schema).await;
+                let hosts = cx.hosts.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
+                (result, updates, hosts)
             }
         };
-        let hosts = call.hosts.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
         self.finished(tool_use, &result, started.elapsed(), hosts);
         (result, updates)
     }
@@ -183,128 +197,104 @@ impl Runtime {
         });
     }
 
-    async fn run_tool(
-        &self,
-        tool: &LoadedTool,
-        tool_use: &ToolUse,
-        schema: Option<Result<String, ToolResult>>,
-        view: SessionView,
-        access: Access,
-        call: &PerCall<'_>,
-    ) -> (ToolResult, Updates) {
-        let context = &view.context;
-        let id = &tool_use.id;
-        let name = &tool.info.name;
-        // Borrowed unless a PreToolUse hook rewrites it: inputs may be large, calls many.
-        let mut input_value = std::borrow::Cow::Borrowed(&tool_use.input);
-        let mut input = match self.checked(tool, tool_use, context, call, &input_value, "", schema).await {
-            Ok(input) => input,
-            Err(result) => return (result, Updates::default()),
+    /// Steps 3 to 8 for a tool that exists; whatever hooks said for the model is appended to
+    /// the result, refused or not.
+    async fn run_tool(&self, cx: &CallCtx<'_>, schema: Option<Result<String, Refusal>>) -> (ToolResult, Updates) {
+        let mut notes = Vec::new();
+        let (result, updates) = match self.steps(cx, schema, &mut notes).await {
+            Ok(done) => done,
+            Err(refusal) => (refusal.into_result(cx.id()), Updates::default()),
         };
+        (with_notes(result, &notes), updates)
+    }
+
+    async fn steps(
+        &self,
+        cx: &CallCtx<'_>,
+        schema: Option<Result<String, Refusal>>,
+        notes: &mut Vec<String>,
+    ) -> Result<(ToolResult, Updates), Refusal> {
+        let (id, name) = (cx.id(), cx.name());
+        // 3-4. Schema and `validate`. The input is borrowed unless rewritten: inputs may be
+        // large, calls many.
+        let mut value = Cow::Borrowed(&cx.tool_use.input);
+        let mut input = self.checked(cx, &value, "", schema).await?;
         // A URL subject from here on is the URL as the rules judge it (hooks, rules, the tool).
-        let subject = tool.info.permission_subject.as_deref();
-        if let Some(canonical) = canonical_url_input(&input_value, subject) {
+        let subject = cx.tool.info.permission_subject.as_deref();
+        if let Some(canonical) = canonical_url_input(&value, subject) {
             input = canonical.to_string();
-            input_value = std::borrow::Cow::Owned(canonical);
+            value = Cow::Owned(canonical);
         }
 
         // 5. PreToolUse hooks: may block, rewrite the input (checked again), add context, decide.
-        let pre = self.run_hooks(HookEvent::PreToolUse, tool, id, &input_value, None, None).await;
-        let mut notes = context_notes(HookEvent::PreToolUse, name, &pre);
+        let pre = self.run_hooks(cx, HookEvent::PreToolUse, &value, None, None).await;
+        notes.extend(context_notes(HookEvent::PreToolUse, name, &pre));
         if pre.decision == Some(Decision::Deny) {
             let reason = pre.reason.clone().unwrap_or_else(|| format!("PreToolUse:{name} hook blocked the call"));
             self.decided(id, name, "deny", &reason, None);
-            return (with_notes(ToolResult::error(id, OutcomeKind::HookBlocked, reason), &notes), Updates::default());
+            return Err(Refusal::new(RefusalKind::HookBlocked, reason));
         }
         if let Some(updated) = pre.updated_input {
             const REWRITTEN: &str = " (after a PreToolUse hook rewrote the input)";
-            input = match self.checked(tool, tool_use, context, call, &updated, REWRITTEN, None).await {
-                Ok(input) => input,
-                Err(result) => return (with_notes(result, &notes), Updates::default()),
-            };
-            input_value = std::borrow::Cow::Owned(updated);
-            if let Some(canonical) = canonical_url_input(&input_value, subject) {
+            input = self.checked(cx, &updated, REWRITTEN, None).await?;
+            value = Cow::Owned(updated);
+            if let Some(canonical) = canonical_url_input(&value, subject) {
                 input = canonical.to_string();
-                input_value = std::borrow::Cow::Owned(canonical);
+                value = Cow::Owned(canonical);
             }
         }
 
         // 6. Permission.
-        let hook = (pre.decision, pre.reason.as_deref());
-        let approved = match self.permit(tool, id, &input_value, hook, &view, call).await {
-            Ok(approved) => approved,
-            Err(result) => return (with_notes(result, &notes), Updates::default()),
-        };
-
-        if call.cancel().is_cancelled() {
-            return (ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED), Updates::default());
+        let approved = self.permit(cx, &value, (pre.decision, pre.reason.as_deref())).await?;
+        if cx.cancel().is_cancelled() {
+            return Err(Refusal::interrupted());
         }
+
         // 7. Call.
-        self.emit(|| Event::Start { id: id.clone(), tool: name.clone() });
-        let (result, updates) = self.call_tool(tool, tool_use, &view, access, call, &input, approved).await;
+        self.emit(|| Event::Start { id: id.to_string(), tool: name.to_string() });
+        let (result, updates) = self.call_tool(cx, &input, approved).await;
 
         // 8. PostToolUse / PostToolUseFailure hooks.
         let post = if result.is_error {
             let error = Some((result.text(), result.outcome == OutcomeKind::Interrupted));
-            self.run_hooks(HookEvent::PostToolUseFailure, tool, id, &input_value, None, error).await
+            self.run_hooks(cx, HookEvent::PostToolUseFailure, &value, None, error).await
         } else {
-            let response = tool_response(&result);
-            self.run_hooks(HookEvent::PostToolUse, tool, id, &input_value, Some(response), None).await
+            self.run_hooks(cx, HookEvent::PostToolUse, &value, Some(tool_response(&result)), None).await
         };
         let event = if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
         notes.extend(context_notes(event, name, &post));
-        (with_notes(result, &notes), updates)
+        Ok((result, updates))
     }
 
-    /// Schema and `validate` (step 3-4); `note` is added to messages about a rewritten input;
+    /// Steps 3-4: schema and `validate`; `note` is added to messages about a rewritten input;
     /// `schema`: the schema check's outcome when it was made already (by [`Runtime::check`]).
-    #[allow(clippy::too_many_arguments, reason = "the pipeline's state of one call, passed along once")]
     async fn checked(
         &self,
-        tool: &LoadedTool,
-        tool_use: &ToolUse,
-        context: &Arc<BTreeMap<String, String>>,
-        call: &PerCall<'_>,
+        cx: &CallCtx<'_>,
         value: &Value,
         note: &str,
-        schema: Option<Result<String, ToolResult>>,
-    ) -> Result<String, ToolResult> {
-        let id = &tool_use.id;
+        schema: Option<Result<String, Refusal>>,
+    ) -> Result<String, Refusal> {
         let input = match schema {
             Some(checked) => checked?,
-            None => self.check_input(tool, id, value, note)?,
+            None => self.check_input(cx.tool, value, note)?,
         };
-        match self.invoke(tool, tool_use, context, Access::Nothing, call, Validate(&input), Vec::new()).await {
+        match self.invoke(cx, Access::Nothing, Validate(&input), Vec::new()).await {
             Ok(Ok(())) => Ok(input),
-            Ok(Err(message)) => Err(ToolResult::error(
-                id,
-                OutcomeKind::ValidateError,
-                format!("<tool_use_error>{message}{note}</tool_use_error>"),
-            )),
-            Err(f) => Err(failure(id, f, "validate")),
+            Ok(Err(message)) => Err(Refusal::new(RefusalKind::Validate, format!("{message}{note}"))),
+            Err(f) => Err(f.in_validate()),
         }
     }
 
     /// Step 7: the call itself, on a fresh store with the granted capabilities; `approved`:
     /// paths a person allowed this call to write although other programs run them.
-    #[allow(clippy::too_many_arguments, reason = "the pipeline's state of one call, passed along once")]
-    async fn call_tool(
-        &self,
-        tool: &LoadedTool,
-        tool_use: &ToolUse,
-        view: &SessionView,
-        access: Access,
-        call: &PerCall<'_>,
-        input: &str,
-        approved: Vec<PathBuf>,
-    ) -> (ToolResult, Updates) {
-        let id = &tool_use.id;
-        let name = &tool.info.name;
-        let output = match self.invoke(tool, tool_use, &view.context, access, call, Call(input), approved).await {
+    async fn call_tool(&self, cx: &CallCtx<'_>, input: &str, approved: Vec<PathBuf>) -> (ToolResult, Updates) {
+        let (id, name, tool, view) = (cx.id(), cx.name(), cx.tool, &cx.view);
+        let output = match self.invoke(cx, cx.access, Call(input), approved).await {
             Ok(CallReturn::Output(output)) => output,
             Ok(CallReturn::Failed(e)) => return (tool_error(id, name, e, false), Updates::default()),
             Ok(CallReturn::Limited(e)) => return (tool_error(id, name, e, true), Updates::default()),
-            Err(f) => return (failure(id, f, "call"), Updates::default()),
+            Err(f) => return (f.into_result(id), Updates::default()),
         };
 
         let size: usize = output
@@ -341,213 +331,16 @@ impl Runtime {
         }
     }
 
-    /// Step 6: rules and mode; an ask goes to the decider, one question at a time. On success,
-    /// the paths the call may write although other programs run them (a person said yes).
-    async fn permit(
-        &self,
-        tool: &LoadedTool,
-        id: &str,
-        input: &Value,
-        (hook, hook_reason): (Option<Decision>, Option<&str>),
-        view: &SessionView,
-        call: &PerCall<'_>,
-    ) -> Result<Vec<PathBuf>, ToolResult> {
-        let cancel = call.cancel();
-        let name = &tool.info.name;
-        let subject = subject_value(input, tool.info.permission_subject.as_deref());
-        let req = Request {
-            tool: name,
-            subject: subject.as_ref().map(|(v, k)| (v.as_str(), *k)),
-            read_only: tool.info.read_only,
-            grant_inside_workspace: tool.grant_inside_workspace,
-        };
-        // A write to a file other programs run (`.git/hooks/…`) is asked in every mode, and the
-        // filesystem guard lets only this call, and only that file, through.
-        let guarded = match &subject {
-            Some((value, SubjectKind::Path)) if !tool.info.read_only => {
-                let real = resolve_at(&self.workspace, value, true);
-                self.fs_policy.needs_ask(&real).map(|pattern| (real.clone(), pattern.to_string()))
-            }
-            _ => None,
-        };
-        let (decision, reason) = match (decide(&self.permissions, &req, &self.workspace, hook), &guarded) {
-            ((Decision::Allow | Decision::Ask, _), Some((real, pattern))) => (
-                Decision::Ask,
-                format!(
-                    "{} matches `{pattern}`, a file other programs run: writing it is asked every time, in every mode",
-                    real.display()
-                ),
-            ),
-            (decided, _) => decided,
-        };
-        // What made the decision, for the audit log: the rule, mode or hook (with its command).
-        let by = match hook_reason {
-            Some(hook) if reason.contains("PreToolUse hook") => format!("{reason}: {hook}"),
-            _ => reason.clone(),
-        };
-        let approved = || guarded.iter().map(|(real, _)| real.clone()).collect::<Vec<_>>();
-        let denied = |message: String| ToolResult::error(id, OutcomeKind::PermissionDenied, message);
-        match decision {
-            Decision::Allow => {
-                self.decided(id, name, "allow", &by, None);
-                return Ok(Vec::new());
-            }
-            Decision::Deny => {
-                self.decided(id, name, "deny", &by, None);
-                return Err(denied(format!("Permission to use {name} has been denied: {reason}.")));
-            }
-            Decision::Ask => {}
-        }
-        let suggested = req.suggested_rule(&self.workspace);
-        let asked = |answer: &str| {
-            self.emit(|| Event::PermissionAsked {
-                id: id.to_string(),
-                tool: name.clone(),
-                reason: reason.clone(),
-                answer: answer.to_string(),
-            });
-            self.decided(id, name, "ask", &by, Some(answer));
-        };
-        let _one_at_a_time = tokio::select! {
-            guard = self.permissions.ask_lock.lock() => guard,
-            _ = cancel.cancelled() => return Err(ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED)),
-        };
-        if guarded.is_none() && view.allows(name) {
-            self.decided(id, name, "ask", &by, Some("allowed_earlier"));
-            return Ok(Vec::new());
-        }
-        let request = AskRequest {
-            tool_use_id: id.to_string(),
-            tool: name.clone(),
-            input: input.clone(),
-            subject: subject.map(|(v, _)| v),
-            reason: reason.clone(),
-            session_rule: name.clone(),
-            suggested_rule: suggested.clone(),
-        };
-        let decider = call.options.decider.as_ref().or(self.decider.as_ref());
-        let Some(decider) = decider.filter(|d| d.can_ask(&request)) else {
-            asked("no_one_to_ask");
-            if guarded.is_some() {
-                return Err(denied(format!(
-                    "Permission to use {name} has been denied: {reason}, and there is no one to ask (no terminal). \
-                     No rule or mode allows it: run toolhost where a person can answer, or make the change yourself."
-                )));
-            }
-            return Err(denied(format!(
-                "Permission to use {name} has been denied: {reason}, and there is no one to ask (no terminal). \
-                 To allow such calls, add the rule \"{suggested}\" to `allow` in [permissions] of toolhost.toml, \
-                 or pass --allow '{suggested}'."
-            )));
-        };
-        let answer = tokio::select! {
-            answer = decider.ask(&request) => answer,
-            _ = cancel.cancelled() => return Err(ToolResult::error(id, OutcomeKind::Interrupted, INTERRUPTED)),
-        };
-        match answer {
-            AskAnswer::AllowOnce => {
-                asked("allow_once");
-                Ok(approved())
-            }
-            // "Always" never covers files other programs run: the next write is asked again.
-            AskAnswer::AllowAlways if guarded.is_some() => {
-                asked("allow_once");
-                Ok(approved())
-            }
-            AskAnswer::AllowAlways => {
-                asked("allow_always");
-                view.allow(name);
-                Ok(Vec::new())
-            }
-            AskAnswer::Deny(why) => {
-                asked("deny");
-                let why = why.filter(|w| !w.trim().is_empty()).map(|w| format!(": {w}")).unwrap_or_default();
-                Err(denied(format!("Permission to use {name} was denied by the user{why}.")))
-            }
-        }
-    }
-
-    /// Run the hooks of `event` for this call (command hooks and Rust hooks, all at once) and
-    /// combine their answers. Failed hooks are reported and otherwise ignored.
-    async fn run_hooks(
-        &self,
-        event: HookEvent,
-        tool: &LoadedTool,
-        id: &str,
-        input: &Value,
-        response: Option<Value>,
-        error: Option<(String, bool)>,
-    ) -> Combined {
-        let name = &tool.info.name;
-        if self.hooks.is_empty() && !self.command_hooks.has(event, name) {
-            return Combined::default();
-        }
-        let hook_input = HookInput {
-            session_id: self.session_id.clone(),
-            transcript_path: String::new(),
-            cwd: self.workspace.display().to_string(),
-            permission_mode: claude_mode_name(self.permissions.mode).to_string(),
-            hook_event_name: event,
-            tool_name: name.clone(),
-            tool_input: input.clone(),
-            tool_use_id: id.to_string(),
-            tool_response: response,
-            is_interrupt: error.as_ref().map(|(_, i)| *i),
-            error: error.map(|(e, _)| e),
-        };
-        let rust = futures::future::join_all(self.hooks.iter().map(|h| {
-            let hook_input = &hook_input;
-            async move {
-                match event {
-                    HookEvent::PreToolUse => h.pre_tool_use(hook_input).await,
-                    HookEvent::PostToolUse => h.post_tool_use(hook_input).await,
-                    HookEvent::PostToolUseFailure => h.post_tool_use_failure(hook_input).await,
-                }
-            }
-        }));
-        let (commands, rust) = tokio::join!(self.command_hooks.run(&hook_input), rust);
-        let mut responses: Vec<HookResponse> = Vec::with_capacity(commands.len() + rust.len());
-        for answer in commands {
-            match answer {
-                Ok(r) => responses.push(r),
-                Err(f) => {
-                    tracing::warn!("{f}");
-                    self.emit(|| Event::HookFailed {
-                        id: id.to_string(),
-                        tool: name.clone(),
-                        hook_event: event,
-                        hook: f.source_name.clone(),
-                        message: f.message.clone(),
-                    });
-                }
-            }
-        }
-        responses.extend(rust.into_iter().map(|mut r| {
-            if r.source.is_empty() {
-                r.source = "rust hook".to_string();
-            }
-            r
-        }));
-        combine(event, name, &responses)
-    }
-
     /// Input size and JSON Schema. Returns the input as JSON text for the guest. `note` is
     /// added to messages about a rewritten input.
-    pub(crate) fn check_input(
-        &self,
-        tool: &LoadedTool,
-        id: &str,
-        value: &Value,
-        note: &str,
-    ) -> Result<String, ToolResult> {
+    pub(crate) fn check_input(&self, tool: &LoadedTool, value: &Value, note: &str) -> Result<String, Refusal> {
         let name = &tool.info.name;
         let input = serde_json::to_string(value).unwrap_or_default();
         if input.len() > tool.limits.max_input_bytes {
-            return Err(ToolResult::error(
-                id,
-                OutcomeKind::SchemaError,
+            return Err(Refusal::new(
+                RefusalKind::InputTooLarge,
                 format!(
-                    "<tool_use_error>InputValidationError: the input is {} bytes, more than {name}'s limit of {} (max_input_bytes){note}</tool_use_error>",
+                    "the input is {} bytes, more than {name}'s limit of {} (max_input_bytes){note}",
                     input.len(),
                     tool.limits.max_input_bytes
                 ),
@@ -563,11 +356,10 @@ impl Runtime {
             .collect();
         if !issues.is_empty() {
             let n = issues.len();
-            return Err(ToolResult::error(
-                id,
-                OutcomeKind::SchemaError,
+            return Err(Refusal::new(
+                RefusalKind::Schema,
                 format!(
-                    "<tool_use_error>InputValidationError: {name} failed due to the following {}{note}:\n{}</tool_use_error>",
+                    "{name} failed due to the following {}{note}:\n{}",
                     if n == 1 { "issue" } else { "issues" },
                     issues.join("\n")
                 ),
@@ -576,87 +368,7 @@ impl Runtime {
         Ok(input)
     }
 
-    #[allow(clippy::too_many_arguments, reason = "the pipeline's state of one call, passed along once")]
-    pub(crate) async fn invoke<E: Export>(
-        &self,
-        tool: &LoadedTool,
-        tool_use: &ToolUse,
-        context: &Arc<BTreeMap<String, String>>,
-        access: Access,
-        call: &PerCall<'_>,
-        export: E,
-        approved: Vec<PathBuf>,
-    ) -> Result<E::Output, Failure> {
-        let compiled = tool.code.get(&self.engine).await.map_err(|m| {
-            Failure::new(
-                OutcomeKind::HostError,
-                format!("the code of tool {} cannot be made ready: {m}", tool.info.name),
-            )
-        })?;
-        let fs = match access {
-            Access::Nothing => FsCall::default(),
-            Access::Granted | Access::ReadOnly => {
-                let mut policies = vec![self.fs_policy.clone()];
-                policies.extend(tool.own_policy.clone());
-                FsCall {
-                    preopens: tool.preopens.clone(),
-                    read_only: access == Access::ReadOnly || tool.info.read_only,
-                    rules: FsRules { policies, check_reads: tool.check_reads },
-                    approved,
-                }
-            }
-        };
-        let call_env = CallEnv {
-            context: context.clone(),
-            namespace: tool.context_namespace.clone(),
-            workspace_json: self.workspace_json.clone(),
-            progress: ProgressTo::new(
-                self.events.clone(),
-                call.options.progress.clone(),
-                &tool_use.id,
-                &tool.info.name,
-            ),
-            hosts: match access {
-                Access::Nothing => None,
-                Access::Granted | Access::ReadOnly => Some(call.hosts.clone()),
-            },
-        };
-        let cx = InvokeCtx {
-            engine: &self.engine,
-            pre: &compiled.pre,
-            tool: &tool.info.name,
-            limits: &tool.limits,
-            workspace: &self.workspace,
-            env_vars: &self.env,
-            call_env,
-            grant: match access {
-                Access::Nothing => None,
-                Access::Granted => Some(&tool.effective),
-                Access::ReadOnly => Some(&tool.effective_read_only),
-            },
-            net: &tool.net_patterns,
-            pool: Some(&tool.pure_pool),
-            cancel: call.cancel(),
-            tls: &self.tls,
-            fs,
-        };
-        invoke(cx, export).await
-    }
-
-    /// Report a permission decision: `decision` is `allow`, `deny` or `ask`, `by` the rule,
-    /// mode or hook that made it, `answer` what an ask got.
-    fn decided(&self, id: &str, tool: &str, decision: &str, by: &str, answer: Option<&str>) {
-        self.emit(|| Event::Decided {
-            id: id.to_string(),
-            tool: tool.to_string(),
-            session: self.session_id.clone(),
-            decision: decision.to_string(),
-            by: by.to_string(),
-            answer: answer.map(str::to_string),
-        });
-    }
-
-    fn emit(&self, event: impl FnOnce() -> Event) {
+    pub(crate) fn emit(&self, event: impl FnOnce() -> Event) {
         if let Some(sink) = &self.events {
             sink(event());
         }

@@ -95,6 +95,12 @@ impl SessionHandle {
 }
 
 impl SessionView {
+    /// No context and nothing allowed: what a call made outside any session sees
+    /// (`is-concurrency-safe` while classifying).
+    pub(crate) fn empty() -> SessionView {
+        SessionView { context: Arc::default(), bytes: 0, allowed: Arc::default() }
+    }
+
     /// Whether a person allowed `tool` for the rest of the session.
     pub(crate) fn allows(&self, tool: &str) -> bool {
         self.allowed.lock().unwrap_or_else(|e| e.into_inner()).contains(tool)

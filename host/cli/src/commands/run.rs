@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
-use toolhost::{CallOptions, OutcomeKind, Session, Submission, ToolResult, ToolUse};
+use toolhost::{CallOptions, Refusal, RefusalKind, Session, Submission, ToolUse};
 
 #[derive(Args, Debug)]
 pub struct RunCommand {
@@ -230,11 +230,9 @@ fn push_block(block: &Value, at: &str, entries: &mut Vec<Submission>, report: &m
         return;
     };
     let bad = |what: &str| {
-        Submission::Answered(ToolResult::error(
-            id,
-            OutcomeKind::SchemaError,
-            format!("<tool_use_error>InputValidationError: malformed tool_use block: {what}</tool_use_error>"),
-        ))
+        Submission::Answered(
+            Refusal::new(RefusalKind::MalformedBlock, format!("malformed tool_use block: {what}")).into_result(id),
+        )
     };
     let entry = match (block.get("name").and_then(Value::as_str), block.get("input")) {
         (None, _) => bad("no `name`"),

@@ -10,11 +10,12 @@
 //!
 //! Split by concern: this module holds the public types; [`runner`] starts and supervises the
 //! command hooks; [`protocol`] reads what a hook answered (Claude Code's exit codes and JSON);
-//! [`combine`] merges several answers into one decision.
+//! [`combine`] merges several answers into one decision; [`step`] runs them as a step of a call.
 
 mod combine;
 mod protocol;
 mod runner;
+mod step;
 
 pub(crate) use combine::{Combined, combine};
 #[cfg(test)]

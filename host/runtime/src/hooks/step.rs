@@ -1,0 +1,75 @@
+//! Steps 5 and 8 of a call: the PreToolUse, PostToolUse and PostToolUseFailure hooks of the
+//! call's event, command hooks and Rust hooks all at once, their answers combined.
+
+use super::{Combined, HookEvent, HookInput, HookResponse, combine};
+use crate::event::Event;
+use crate::permission::claude_mode_name;
+use crate::pipeline::CallCtx;
+use crate::runtime::Runtime;
+use serde_json::Value;
+
+impl Runtime {
+    /// Run the hooks of `event` for this call (command hooks and Rust hooks, all at once) and
+    /// combine their answers. Failed hooks are reported and otherwise ignored.
+    pub(crate) async fn run_hooks(
+        &self,
+        cx: &CallCtx<'_>,
+        event: HookEvent,
+        input: &Value,
+        response: Option<Value>,
+        error: Option<(String, bool)>,
+    ) -> Combined {
+        let (id, name) = (cx.id(), cx.name());
+        if self.hooks.is_empty() && !self.command_hooks.has(event, name) {
+            return Combined::default();
+        }
+        let hook_input = HookInput {
+            session_id: self.session_id.clone(),
+            transcript_path: String::new(),
+            cwd: self.workspace.display().to_string(),
+            permission_mode: claude_mode_name(self.permissions.mode).to_string(),
+            hook_event_name: event,
+            tool_name: name.to_string(),
+            tool_input: input.clone(),
+            tool_use_id: id.to_string(),
+            tool_response: response,
+            is_interrupt: error.as_ref().map(|(_, i)| *i),
+            error: error.map(|(e, _)| e),
+        };
+        let rust = futures::future::join_all(self.hooks.iter().map(|h| {
+            let hook_input = &hook_input;
+            async move {
+                match event {
+                    HookEvent::PreToolUse => h.pre_tool_use(hook_input).await,
+                    HookEvent::PostToolUse => h.post_tool_use(hook_input).await,
+                    HookEvent::PostToolUseFailure => h.post_tool_use_failure(hook_input).await,
+                }
+            }
+        }));
+        let (commands, rust) = tokio::join!(self.command_hooks.run(&hook_input), rust);
+        let mut responses: Vec<HookResponse> = Vec::with_capacity(commands.len() + rust.len());
+        for answer in commands {
+            match answer {
+                Ok(r) => responses.push(r),
+                Err(f) => {
+                    tracing::warn!("{f}");
+                    self.emit(|| Event::HookFailed {
+                        id: id.to_string(),
+                        tool: name.to_string(),
+                        hook_event: event,
+                        hook: f.source_name.clone(),
+                        message: f.message.clone(),
+                    });
+                }
+            }
+        }
+        responses.extend(rust.into_iter().map(|mut r| {
+            if r.source.is_empty() {
+                r.source = "rust hook".to_string();
+            }
+            r
+        }));
+        combine(event, name, &responses)
+    }
+
+}
