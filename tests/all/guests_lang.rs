@@ -75,14 +75,20 @@ async fn one(file: &str, ws: &Path, toml: &str) -> Runtime {
 /// `files`, compiled through an on-disk cache kept beside them: only the first test run after
 /// a rebuild pays for Cranelift (seconds for the interpreters); later runs load in milliseconds.
 async fn runtime_with(ws: &Path, toml: &str, files: &[&str]) -> Runtime {
-    let mut rt = Runtime::builder()
+    runtime_with_events(ws, toml, files, None).await
+}
+
+async fn runtime_with_events(ws: &Path, toml: &str, files: &[&str], events: Option<toolhost::EventSink>) -> Runtime {
+    let mut builder = Runtime::builder()
         .permission_mode(toolhost::policy::Mode::Bypass)
         .engine(engine())
         .workspace(ws)
         .config(config(toml))
-        .cache_dir(guests_dir().join("cache"))
-        .build()
-        .expect("runtime");
+        .cache_dir(guests_dir().join("cache"));
+    if let Some(sink) = events {
+        builder = builder.events(sink);
+    }
+    let mut rt = builder.build().expect("runtime");
     for file in files {
         rt.load(example(file)).await.unwrap_or_else(|e| panic!("loading {file}: {e}"));
     }
@@ -380,8 +386,18 @@ async fn the_three_languages_run_side_by_side_in_one_batch() {
     for file in ["dataquery.wasm", "outline.wasm", "wordcount.wasm"] {
         warm(file).await;
     }
-    let rt =
-        std::sync::Arc::new(runtime_with(ws.path(), "", &["dataquery.wasm", "outline.wasm", "wordcount.wasm"]).await);
+    // Which calls had started when the first one finished: side by side means more than one.
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink: toolhost::EventSink = {
+        let log = log.clone();
+        std::sync::Arc::new(move |e| match e {
+            toolhost::Event::Start { id, .. } => log.lock().unwrap().push(format!("start {id}")),
+            toolhost::Event::Finish { id, .. } => log.lock().unwrap().push(format!("finish {id}")),
+            _ => {}
+        })
+    };
+    let files = ["dataquery.wasm", "outline.wasm", "wordcount.wasm"];
+    let rt = std::sync::Arc::new(runtime_with_events(ws.path(), "", &files, Some(sink)).await);
     let calls = [
         ToolUse::new("a", "DataQuery", json!({"path": "people.csv"})),
         ToolUse::new("b", "MarkdownOutline", json!({"path": "doc.md"})),
@@ -393,6 +409,9 @@ async fn the_three_languages_run_side_by_side_in_one_batch() {
     for r in &results {
         ok(r);
     }
+    let log = log.lock().unwrap().clone();
+    let first_finish = log.iter().position(|e| e.starts_with("finish")).expect("a finish");
+    assert_eq!(first_finish, 3, "all three started before any finished: {log:?}");
 }
 
 // --- `toolhost new`: every template builds and answers `toolhost call` -------------------------

@@ -913,7 +913,7 @@ fn python_sdk_end_to_end() {
         None => {
             let venv = root.join("target/mcp-venv/bin/python");
             if !venv.is_file() {
-                eprintln!("skipped: no Python MCP SDK (run .ci/run, or set TOOLHOST_MCP_PYTHON)");
+                toolhost_tests::skip("no Python MCP SDK (run .ci/run, or set TOOLHOST_MCP_PYTHON)");
                 return;
             }
             venv

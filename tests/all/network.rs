@@ -132,7 +132,7 @@ fn local_host_name() -> Option<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_granted_name_that_resolves_to_a_local_address_is_refused() {
     let Some(name) = local_host_name() else {
-        eprintln!("skipped: this machine's host name does not resolve to a local address");
+        toolhost_tests::skip("this machine's host name does not resolve to a local address");
         return;
     };
     let ws = workspace();

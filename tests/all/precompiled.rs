@@ -19,12 +19,15 @@ fn runtime(ws: &Path, cache_dir: &Path, options: EngineOptions) -> Runtime {
         .expect("runtime")
 }
 
-fn cwasm_files(dir: &Path) -> Vec<PathBuf> {
+/// The files of `dir` whose name ends with `suffix`.
+fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     fs::read_dir(dir)
-        .map(|entries| {
-            entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "cwasm")).collect()
-        })
+        .map(|entries| entries.flatten().map(|e| e.path()).filter(|p| p.to_string_lossy().ends_with(suffix)).collect())
         .unwrap_or_default()
+}
+
+fn cwasm_files(dir: &Path) -> Vec<PathBuf> {
+    files_ending(dir, ".cwasm")
 }
 
 async fn read_and_grep_work(rt: &mut Runtime, ws: &Path) {
@@ -54,8 +57,10 @@ async fn the_default_tools_run_on_an_empty_cache_without_compiling() {
     for pooling in [false, true] {
         let mut rt = runtime(ws.path(), &cache_dir, EngineOptions::default().pooling(pooling));
         read_and_grep_work(&mut rt, ws.path()).await;
-        // Nothing was compiled, so nothing was written: the cache holds what loading learned
-        // (the schemas), not code.
+        // Nothing was compiled, so no code was written: the cache holds what loading learned
+        // (one schema record per tool, which shows the cache was in use), not code.
+        let records = files_ending(&cache_dir, ".load.json");
+        assert_eq!(records.len(), toolhost_default_tools::TOOLS.len(), "pooling {pooling}: {records:?}");
         assert_eq!(cwasm_files(&cache_dir), Vec::<PathBuf>::new(), "pooling {pooling}");
     }
 }

@@ -136,7 +136,7 @@ fn own_address() -> Option<String> {
 #[test]
 fn a_private_registry_over_tls_with_an_internal_ca_and_a_login() {
     let Some(host) = own_address() else {
-        eprintln!("SKIPPED: this machine has no network address besides loopback");
+        toolhost_tests::skip("this machine has no network address besides loopback");
         return;
     };
     let ca = TestCa::for_names(&[&host]);
@@ -464,7 +464,9 @@ fn the_registry_handshake_is_bounded_and_its_token_goes_only_to_the_registry() {
         assert!(r.contains("scope=repository%3Agood%2Ftool%3Apull") && r.contains("service=toolhost-test"), "{r}");
         assert!(r.contains("auth=Basic "), "the login goes to the token service: {r}");
     }
-    for r in requests.iter().filter(|r| r.starts_with("/v2/good/")) {
+    let registry_requests: Vec<&String> = requests.iter().filter(|r| r.starts_with("/v2/good/")).collect();
+    assert!(registry_requests.len() >= 2, "a manifest and a layer: {requests:?}");
+    for r in registry_requests {
         assert!(r.ends_with(&format!("auth=Bearer {TOKEN}")), "the registry gets the token only: {r}");
     }
 

@@ -539,9 +539,11 @@ impl Rules {
         if let Some(rule) = find(&self.ask) {
             return match mode {
                 Mode::Bypass => v(Decision::Allow, DecidedBy::Mode, format!("bypass mode (the rule {rule} would ask)")),
-                Mode::DontAsk => {
-                    v(Decision::Deny, DecidedBy::Mode, format!("the rule {rule} asks, and dont-ask mode denies every ask"))
-                }
+                Mode::DontAsk => v(
+                    Decision::Deny,
+                    DecidedBy::Mode,
+                    format!("the rule {rule} asks, and dont-ask mode denies every ask"),
+                ),
                 _ => v(Decision::Ask, DecidedBy::Rule, format!("the rule {rule} asks")),
             };
         }

@@ -9,8 +9,8 @@ use crate::call::CallOptions;
 use crate::invoke::IsConcurrencySafe;
 use crate::pipeline::{Access, CallCtx};
 use crate::refusal::Refusal;
-use crate::session::SessionView;
 use crate::runtime::{LoadedTool, Runtime};
+use crate::session::SessionView;
 use std::sync::Arc;
 
 /// A call classified by [`Runtime::check`], ready for [`Runtime::call_admitted`].

@@ -250,5 +250,4 @@ impl Runtime {
             answer: answer.map(str::to_string),
         });
     }
-
 }

@@ -62,7 +62,13 @@ pub(crate) struct CallCtx<'a> {
 }
 
 impl<'a> CallCtx<'a> {
-    pub(crate) fn new(tool: &'a LoadedTool, tool_use: &'a ToolUse, view: SessionView, access: Access, options: &'a CallOptions) -> Self {
+    pub(crate) fn new(
+        tool: &'a LoadedTool,
+        tool_use: &'a ToolUse,
+        view: SessionView,
+        access: Access,
+        options: &'a CallOptions,
+    ) -> Self {
         CallCtx { tool, tool_use, view, access, options, hosts: crate::net::HostLog::default() }
     }
 

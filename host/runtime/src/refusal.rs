@@ -128,11 +128,17 @@ mod tests {
     #[test]
     fn only_refusals_of_the_call_form_are_wrapped() {
         let r = Refusal::unknown_tool("Nope").into_result("t1");
-        assert_eq!((r.text().as_str(), r.outcome), ("<tool_use_error>Error: No such tool available: Nope</tool_use_error>", OutcomeKind::UnknownTool));
+        assert_eq!(
+            (r.text().as_str(), r.outcome),
+            ("<tool_use_error>Error: No such tool available: Nope</tool_use_error>", OutcomeKind::UnknownTool)
+        );
         let r = Refusal::new(RefusalKind::Schema, "x").into_result("t1");
         assert_eq!(r.text(), "<tool_use_error>InputValidationError: x</tool_use_error>");
         let r = Refusal::new(RefusalKind::Validate, "no such file").into_result("t1");
-        assert_eq!((r.text().as_str(), r.outcome), ("<tool_use_error>no such file</tool_use_error>", OutcomeKind::ValidateError));
+        assert_eq!(
+            (r.text().as_str(), r.outcome),
+            ("<tool_use_error>no such file</tool_use_error>", OutcomeKind::ValidateError)
+        );
         let r = Refusal::interrupted().into_result("t1");
         assert_eq!((r.text().as_str(), r.outcome, r.is_error), (INTERRUPTED, OutcomeKind::Interrupted, true));
         let r = Refusal::new(RefusalKind::Guest(OutcomeKind::Timeout), "slow").into_result("t1");

@@ -71,5 +71,4 @@ impl Runtime {
         }));
         combine(event, name, &responses)
     }
-
 }
