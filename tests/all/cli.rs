@@ -492,3 +492,45 @@ fn permission_flags_and_hook_failures_on_stderr() {
     assert_exit(&o, 0);
     assert!(stderr(&o).contains("PreToolUse hook") && stderr(&o).contains("broken"), "{}", stderr(&o));
 }
+
+/// No silent fallback on the operator's input: a granted directory that does not exist is a
+/// warning `list --json` shows; a `TOOLHOST_LOG` that does not parse is said; `inspect` does
+/// not judge a signature under a default `[trust]` when the config is broken, nor call a
+/// signature it cannot read "unsigned".
+#[test]
+fn what_the_operator_wrote_is_never_replaced_by_a_default_silently() {
+    let ws = workspace();
+    fs::write(ws.path().join("toolhost.toml"), "[tools.Read]\ngrant = { fs_read = [\"missing\"] }\n").unwrap();
+    let o = run(ws.path(), &["list", "--json"]);
+    assert_exit(&o, 0);
+    let v = json_out(&o);
+    let read = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "Read").unwrap();
+    let warnings = read["warnings"].to_string();
+    assert!(warnings.contains("missing does not exist: not granted"), "{read}");
+
+    let o = Command::new(binary())
+        .args(["list"])
+        .current_dir(ws.path())
+        .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env("TOOLHOST_LOG", "toolhost=[[[")
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    assert!(stderr(&o).contains("TOOLHOST_LOG=\"toolhost=[[[\" is not a log filter"), "{}", stderr(&o));
+
+    let file = ws.path().join("read.wasm");
+    fs::write(&file, toolhost_default_tools::get("Read").expect("the Read tool")).unwrap();
+    let signer = |ws: &std::path::Path| {
+        let o = run(ws, &["inspect", file.to_str().unwrap(), "--json"]);
+        assert_exit(&o, 0);
+        json_out(&o)["signer"].as_str().unwrap().to_string()
+    };
+    assert_eq!(signer(ws.path()), "unsigned");
+    fs::create_dir(ws.path().join("read.wasm.sig")).unwrap();
+    let s = signer(ws.path());
+    assert!(s.starts_with("unknown: ") && s.contains("read.wasm.sig cannot be read"), "{s}");
+    fs::remove_dir(ws.path().join("read.wasm.sig")).unwrap();
+    fs::write(ws.path().join("toolhost.toml"), "[trust\n").unwrap();
+    let s = signer(ws.path());
+    assert!(s.starts_with("unknown: the config cannot be read"), "{s}");
+}

@@ -70,8 +70,18 @@ pub fn init_tracing(verbose: u8) {
         1 => "info",
         _ => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| level.into());
+    // A TOOLHOST_LOG that does not parse is said, not ignored: the operator asked for logs.
+    let (filter, bad) = match std::env::var("TOOLHOST_LOG") {
+        Ok(text) if !text.trim().is_empty() => match tracing_subscriber::EnvFilter::try_new(&text) {
+            Ok(filter) => (filter, None),
+            Err(e) => (level.into(), Some(format!("TOOLHOST_LOG={text:?} is not a log filter ({e}); using {level:?}"))),
+        },
+        _ => (level.into(), None),
+    };
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    if let Some(message) = bad {
+        eprintln!("warning: {message}");
+    }
 }
 
 /// The loaded runtime plus what failed to load (each already reported on stderr).

@@ -606,10 +606,14 @@ impl Runtime {
         if info.read_only {
             effective = effective.read_only();
         }
+        // A granted directory that does not exist cannot be opened: it is not granted, and the
+        // tool's warnings say so (`list`, `list --json`), not only a log line.
+        let mut missing = Vec::new();
         effective.dirs.retain(|d| {
             let ok = d.path.is_dir();
             if !ok {
                 tracing::warn!("tool {name}: granted directory {} does not exist; not granted", d.path.display());
+                missing.push(format!("the granted directory {} does not exist: not granted", d.path.display()));
             }
             ok
         });
@@ -659,6 +663,7 @@ impl Runtime {
         let grant_inside_workspace =
             effective.net.is_empty() && effective.dirs.iter().all(|d| d.path.starts_with(&self.workspace));
         let mut warnings = toolhost_policy::grant_warnings(&effective, &self.workspace);
+        warnings.extend(missing);
         warnings.extend(
             self.protected_hook_paths().iter().filter_map(|s| toolhost_policy::hook_script_warning(&effective, s)),
         );

@@ -57,9 +57,16 @@ fn file_signer(global: &GlobalArgs, file: &std::path::Path, sha256: &str) -> Str
             Ok(s) => Some(s),
             Err(e) => return format!("refused: {}: {e}", sig_file.display()),
         },
-        Err(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        // There is a signature, but it cannot be read: not "unsigned".
+        Err(e) => return format!("unknown: {} cannot be read: {e}", sig_file.display()),
     };
-    let trust = setup::load_config(global).map(|c| c.trust).unwrap_or_default();
+    // Judged under the config's [trust], never under a default one standing in for a config
+    // that does not parse.
+    let trust = match setup::load_config(global) {
+        Ok(config) => config.trust,
+        Err(e) => return format!("unknown: the config cannot be read, so its [trust] is not known: {e:#}"),
+    };
     let source = toolhost_policy::ToolRef::File(file.to_path_buf());
     let verdict = toolhost_registry::sign::judge(signature.as_ref(), &format!("sha256:{sha256}"), &source, &trust);
     match verdict {
