@@ -137,50 +137,20 @@ impl Provider for Anthropic {
     async fn send(&self, request: &ModelRequest, sink: &mut dyn TurnSink) -> Result<ModelResponse> {
         let body = request_body(request);
         let endpoint = Endpoint { provider: NAME, url: &self.url, key_env: KEY_ENV };
-        // One budget of retries for the request, whether a status or a broken stream spends it.
-        let mut attempts = 0;
-        loop {
-            let (response, tries) = retry::send(&self.retry, &endpoint, sink, attempts, || {
-                self.client
-                    .post(&self.url)
-                    .header("x-api-key", &self.api_key)
-                    .header("anthropic-version", API_VERSION)
-                    .header("accept", "text/event-stream")
-                    .json(&body)
-            })
-            .await?;
-            attempts = tries;
-            let mut counted = Counted { sink: &mut *sink, calls: 0 };
-            match read(response, &mut counted).await {
-                Ok(acc) => return Ok(acc.finish(attempts)),
-                // Overloaded (or an API error) after the 200, before any call was handed on:
-                // nothing ran, so the request can be sent again, like an overloaded status.
-                Err(Error::StreamError { kind, .. })
-                    if counted.calls == 0
-                        && matches!(kind.as_str(), "overloaded_error" | "api_error")
-                        && attempts <= self.retry.max_retries =>
-                {
-                    retry::wait(&self.retry, attempts, None, None, sink).await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
-/// Counts the calls handed on, so a failed stream is retried only when none was.
-struct Counted<'a> {
-    sink: &'a mut dyn TurnSink,
-    calls: usize,
-}
-
-impl TurnSink for Counted<'_> {
-    fn tool_use(&mut self, call: ToolUse) {
-        self.calls += 1;
-        self.sink.tool_use(call);
-    }
-    fn retry(&mut self, notice: &crate::RetryNotice) {
-        self.sink.retry(notice);
+        let build = || {
+            self.client
+                .post(&self.url)
+                .header("x-api-key", &self.api_key)
+                .header("anthropic-version", API_VERSION)
+                .header("accept", "text/event-stream")
+                .json(&body)
+        };
+        // Overloaded (or an API error) after the 200, before any call was handed on: nothing
+        // ran, so the request is sent again, like an overloaded status.
+        let retryable = |e: &Error| matches!(e, Error::StreamError { kind, .. } if matches!(kind.as_str(), "overloaded_error" | "api_error"));
+        let (acc, attempts) =
+            retry::request(&self.retry, &endpoint, sink, build, |r, s| Box::pin(read(r, s)), retryable).await?;
+        Ok(acc.finish(attempts))
     }
 }
 

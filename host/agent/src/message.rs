@@ -55,18 +55,6 @@ impl Block {
             Block::Other(v) => v.clone(),
         }
     }
-
-    /// The text of a block's text content blocks (tool results), joined by newlines.
-    pub(crate) fn result_text(content: &[ContentBlock]) -> String {
-        content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text } => Some(text.as_str()),
-                ContentBlock::Image { .. } => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
 }
 
 impl Serialize for Block {

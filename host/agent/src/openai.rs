@@ -90,7 +90,7 @@ fn map_message(m: &Message, out: &mut Vec<Value>) {
             for b in &m.content {
                 match b {
                     Block::ToolResult { tool_use_id, content, is_error } => {
-                        let mut body = Block::result_text(content);
+                        let mut body = toolhost::content_text(content);
                         if *is_error && !body.to_ascii_lowercase().contains("error") {
                             body = format!("Error: {body}");
                         }
@@ -142,25 +142,33 @@ impl Provider for OpenAi {
     async fn send(&self, request: &ModelRequest, sink: &mut dyn TurnSink) -> Result<ModelResponse> {
         let body = request_body(request);
         let endpoint = Endpoint { provider: NAME, url: &self.url, key_env: KEY_ENV };
-        let (response, attempts) = retry::send(&self.retry, &endpoint, sink, 0, || {
+        let build = || {
             let b = self.client.post(&self.url).header("accept", "text/event-stream").json(&body);
             match &self.api_key {
                 Some(key) => b.bearer_auth(key),
                 None => b,
             }
-        })
-        .await?;
-        let mut events = std::pin::pin!(sse::events(NAME, response));
-        let mut acc = Accumulator::default();
-        while let Some(event) = events.next().await {
-            let event = event?;
-            if event.data.trim() == "[DONE]" {
-                return Ok(acc.finish(attempts, sink));
-            }
-            acc.chunk(&sse::json(NAME, &event)?, sink)?;
-        }
-        Err(Error::Stream { provider: NAME, message: "the stream ended before `data: [DONE]`".into() })
+        };
+        // A Chat Completions stream has no error event that says "send again": a broken stream
+        // is final.
+        let (acc, attempts) =
+            retry::request(&self.retry, &endpoint, sink, build, |r, s| Box::pin(read(r, s)), |_| false).await?;
+        Ok(acc.finish(attempts, sink))
     }
+}
+
+/// Read the event stream up to `data: [DONE]`.
+async fn read(response: reqwest::Response, sink: &mut dyn TurnSink) -> Result<Accumulator> {
+    let mut events = std::pin::pin!(sse::events(NAME, response));
+    let mut acc = Accumulator::default();
+    while let Some(event) = events.next().await {
+        let event = event?;
+        if event.data.trim() == "[DONE]" {
+            return Ok(acc);
+        }
+        acc.chunk(&sse::json(NAME, &event)?, sink)?;
+    }
+    Err(Error::Stream { provider: NAME, message: "the stream ended before `data: [DONE]`".into() })
 }
 
 /// A tool call being streamed.

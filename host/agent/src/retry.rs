@@ -127,6 +127,51 @@ pub(crate) async fn send(
     }
 }
 
+/// Send a request and read its answer with `read`, retrying as [`send`] does for statuses and
+/// connections, and also when the answer's stream fails in a way `stream_retryable` allows
+/// (an overloaded error after the 200) before any call was handed on (nothing ran, so the
+/// request can be sent again). One budget of retries for both: the one loop every provider
+/// goes through. Returns what `read` made and the number of attempts.
+pub(crate) async fn request<T>(
+    policy: &RetryPolicy,
+    endpoint: &Endpoint<'_>,
+    sink: &mut dyn TurnSink,
+    build: impl Fn() -> reqwest::RequestBuilder,
+    read: impl for<'s> Fn(reqwest::Response, &'s mut dyn TurnSink) -> futures::future::BoxFuture<'s, Result<T>>,
+    stream_retryable: impl Fn(&Error) -> bool,
+) -> Result<(T, u32)> {
+    let mut attempts = 0;
+    loop {
+        let (response, tries) = send(policy, endpoint, sink, attempts, &build).await?;
+        attempts = tries;
+        let mut counted = Counted { sink: &mut *sink, calls: 0 };
+        match read(response, &mut counted).await {
+            Ok(answer) => return Ok((answer, attempts)),
+            Err(e) if counted.calls == 0 && attempts <= policy.max_retries && stream_retryable(&e) => {
+                tracing::info!("{}: attempt {attempts} broke off ({e}); retrying", endpoint.provider);
+                wait(policy, attempts, None, None, sink).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Counts the calls handed on, so a failed stream is retried only when none was.
+struct Counted<'a> {
+    sink: &'a mut dyn TurnSink,
+    calls: usize,
+}
+
+impl TurnSink for Counted<'_> {
+    fn tool_use(&mut self, call: toolhost::ToolUse) {
+        self.calls += 1;
+        self.sink.tool_use(call);
+    }
+    fn retry(&mut self, notice: &RetryNotice) {
+        self.sink.retry(notice);
+    }
+}
+
 /// Report retry number `attempt` to the sink and wait its delay.
 pub(crate) async fn wait(
     policy: &RetryPolicy,

@@ -72,7 +72,7 @@ pub use loader::{Inspection, Origin, ToolInfo, ToolSource, inspect};
 pub use outcome::OutcomeKind;
 pub use permission::{AskAnswer, AskRequest, PermissionDecider};
 pub use refusal::{Refusal, RefusalKind};
-pub use result::{ContentBlock, ImageSource, ToolResult};
+pub use result::{ContentBlock, ImageSource, ToolResult, content_text};
 pub use runtime::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
 pub use schedule::{Hold, Running, Scheduler, Ticket};
 pub use session::{EMBEDDED_NAMESPACE, SavedSession, Session, WORKSPACE_KEY, tool_namespace};

@@ -78,15 +78,21 @@ impl ToolResult {
 
     /// All text blocks joined by newlines (handy for tests and the CLI).
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text } => Some(text.as_str()),
-                ContentBlock::Image { .. } => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        content_text(&self.content)
     }
+}
+
+/// The text blocks of a result's content joined by newlines (images left out): what a
+/// provider that takes only text for a tool result gets, and [`ToolResult::text`].
+pub fn content_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            ContentBlock::Image { .. } => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Media types the Messages API accepts for images.
