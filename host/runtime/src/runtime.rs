@@ -268,7 +268,7 @@ impl RuntimeBuilder {
             None => {
                 // Pool slots are sized for the largest wasm32 memory (4 GiB, the default), so any
                 // configured memory limit fits; only fuel metering depends on the config.
-                let fuel = self.config.limits_for("").fuel.is_some()
+                let fuel = self.config.global_limits().fuel.is_some()
                     || self.config.tools.keys().any(|t| self.config.limits_for(t).fuel.is_some());
                 let pooling = self.pooling.unwrap_or(true);
                 ToolEngine::new(&EngineOptions::default().fuel(fuel).pooling(pooling))?
@@ -277,7 +277,7 @@ impl RuntimeBuilder {
         let workspace_json: Arc<str> =
             Arc::from(serde_json::to_string(&workspace.display().to_string()).unwrap_or_else(|_| "null".into()));
         let results_dir = self.results_dir.unwrap_or_else(|| workspace.join(".toolhost").join("results"));
-        let max_concurrency = self.max_concurrency.unwrap_or(self.config.limits_for("").max_concurrency);
+        let max_concurrency = self.max_concurrency.unwrap_or(self.config.global_limits().max_concurrency);
         if max_concurrency < 1 {
             return Err(Error::Config(SettingError::ZeroConcurrency));
         }
@@ -298,7 +298,7 @@ impl RuntimeBuilder {
             rules,
             ..Permissions::default()
         };
-        let max_context_bytes = self.config.limits_for("").max_context_bytes;
+        let max_context_bytes = self.config.global_limits().max_context_bytes;
         let command_hooks = CommandHooks::from_config(&self.config.hooks, workspace.clone());
         let mut extra_roots = Vec::new();
         for file in self.config.tls.ca_files() {
@@ -509,7 +509,10 @@ impl Runtime {
         let pin = source.expected_sha256.as_deref().or(config_pin.map(|p| p.get_ref().as_str()));
         let sha256 = loader::check_bytes(source, pin)?;
         let code = loader::Code::new(source, sha256, self.cache.as_ref());
-        let limits = self.config.limits_for(known.unwrap_or(""));
+        let limits = match known {
+            Some(name) => self.config.limits_for(name),
+            None => self.config.global_limits(),
+        };
         let (info, validator) = loader::describe(&self.engine, &code, source, &limits, self.cache.as_ref()).await?;
         Ok(Prepared { code, info, validator })
     }

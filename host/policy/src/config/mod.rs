@@ -388,10 +388,17 @@ impl Config {
         self.source.as_ref().map(|s| s.text.as_str())
     }
 
-    /// The limits for `tool`: built-in defaults, then `[limits]`, then `[tools.NAME]`.
-    pub fn limits_for(&self, tool: &str) -> Limits {
+    /// The limits of the whole runtime and the defaults of every tool: built-in defaults, then
+    /// `[limits]` (`max_concurrency`, `max_context_bytes` and every per-tool default).
+    pub fn global_limits(&self) -> Limits {
         let mut limits = Limits::default();
         self.limits.apply(&mut limits);
+        limits
+    }
+
+    /// The limits for `tool`: built-in defaults, then `[limits]`, then `[tools.NAME]`.
+    pub fn limits_for(&self, tool: &str) -> Limits {
+        let mut limits = self.global_limits();
         if let Some(t) = self.tools.get(tool) {
             t.limits().apply(&mut limits);
         }
