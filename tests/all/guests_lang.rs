@@ -386,7 +386,7 @@ async fn the_three_languages_run_side_by_side_in_one_batch() {
     for file in ["dataquery.wasm", "outline.wasm", "wordcount.wasm"] {
         warm(file).await;
     }
-    // Which calls had started when the first one finished: side by side means more than one.
+    // When each call started and finished.
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let sink: toolhost::EventSink = {
         let log = log.clone();
@@ -409,9 +409,15 @@ async fn the_three_languages_run_side_by_side_in_one_batch() {
     for r in &results {
         ok(r);
     }
+    // Side by side: at some moment more than one call was running (which ones depends on how
+    // long each language takes to start; run one by one, this is never more than one).
     let log = log.lock().unwrap().clone();
-    let first_finish = log.iter().position(|e| e.starts_with("finish")).expect("a finish");
-    assert_eq!(first_finish, 3, "all three started before any finished: {log:?}");
+    let (mut running, mut peak) = (0i32, 0i32);
+    for e in &log {
+        running += if e.starts_with("start") { 1 } else { -1 };
+        peak = peak.max(running);
+    }
+    assert!(peak >= 2, "the calls ran one at a time: {log:?}");
 }
 
 // --- `toolhost new`: every template builds and answers `toolhost call` -------------------------
