@@ -405,6 +405,18 @@ impl Request<'_> {
     /// and a file named `*` does not become the whole tool. A path no pattern can name (`/`, a
     /// name with a line break) gets the whole-tool rule, the only one that allows it.
     pub fn suggested_rule(&self, workspace: &Path) -> String {
+        let narrow = self.narrow_rule(workspace);
+        // Whatever the spelling of the subject, the rule offered must allow this very call:
+        // one that would not (a host whose dots the pattern reads otherwise, `0..`) gives way
+        // to the whole tool.
+        match narrow.parse::<Rule>() {
+            Ok(rule) if rule.matches(self.tool, self.subject, workspace) => narrow,
+            _ => self.tool.to_string(),
+        }
+    }
+
+    /// The rule naming this call's subject exactly, before it is checked to allow the call.
+    fn narrow_rule(&self, workspace: &Path) -> String {
         match self.subject {
             Some((value, SubjectKind::Path)) => {
                 let path = resolve(value, workspace);
@@ -779,6 +791,20 @@ mod tests {
         assert!(why.contains("outside the workspace"), "{why}");
         assert_eq!(req("Write", "/tmp/a", false).suggested_rule(ws), "Write(//tmp/a)");
         assert_eq!(req("Write", "/w/src/a", false).suggested_rule(ws), "Write(src/a)");
+        // URLs: the host, unless no pattern names it so that it allows the call (found by
+        // the property `a_suggested_rule_allows_the_call` on fresh clones).
+        let url = |value| Request {
+            tool: "WebFetch",
+            subject: Some((value, SubjectKind::Url)),
+            read_only: true,
+            grant_inside_workspace: false,
+        };
+        assert_eq!(url("https://Example.COM./x").suggested_rule(ws), "WebFetch(domain:example.com)");
+        for odd in ["http://0..?", "http://.-/", "http://a../"] {
+            let suggested = url(odd).suggested_rule(ws);
+            let allowed = Rules { allow: vec![rule(&suggested)], ..Rules::default() };
+            assert_eq!(allowed.decide(Mode::Default, &url(odd), ws).0, Allow, "{odd}: {suggested}");
+        }
     }
 
     #[test]
