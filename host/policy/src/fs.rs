@@ -42,7 +42,7 @@
 
 use crate::path::normalize;
 use crate::path_pattern::{PathPattern, PathPatternError};
-use crate::permission::Rule;
+use crate::permission::{FileFamily, Rule};
 use globset::{GlobSet, GlobSetBuilder};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -313,10 +313,12 @@ impl PathPolicy {
         for rule in rules {
             let Some(path) = rule.pattern.as_ref().and_then(|p| p.path()) else { continue };
             let entry = (path.clone(), rule.to_string());
-            if rule.tool == "Read" || (tool_subject_is_path && rule.tool == tool) {
-                all.push(entry);
-            } else if rule.tool == "Edit" || rule.tool == "Write" {
-                write.push(entry);
+            let own = tool_subject_is_path && rule.tool == tool;
+            match rule.family() {
+                _ if own => all.push(entry),
+                Some(FileFamily::Read) => all.push(entry),
+                Some(FileFamily::Edit | FileFamily::Write) => write.push(entry),
+                None => {}
             }
         }
         if !all.is_empty() {

@@ -38,6 +38,7 @@ mod net;
 mod path;
 mod path_pattern;
 mod permission;
+mod shared_policy;
 mod source;
 mod trust;
 mod warnings;
@@ -58,9 +59,10 @@ pub use net::{
 pub use path::{normalize, resolve};
 pub use path_pattern::{PathPattern, PathPatternError};
 pub use permission::{
-    DecidedBy, Decision, Mode, ModeError, Request, Rule, RuleError, RulePattern, RulePatternError, Rules, SubjectKind,
-    UrlSubject, Verdict,
+    DecidedBy, Decision, FileFamily, Mode, ModeError, Request, Rule, RuleError, RulePattern, RulePatternError, Rules,
+    SubjectKind, UrlSubject, Verdict,
 };
+pub use shared_policy::{HostPaths, SharedPolicyError, hook_paths, real_or_as_is, shared_policy};
 pub use source::{OciRef, ToolRef, ToolRefError};
 pub use trust::{PublicKey, PublicKeyError, SignerConfig, TrustConfig};
 pub use warnings::{grant_warnings, hook_script_warning};

@@ -34,6 +34,39 @@ pub struct Rule {
     pub pattern: Option<RulePattern>,
 }
 
+/// The rule families that speak of files in general, not of one tool: as Claude Code documents,
+/// `Read(p)` covers every tool that reads files and `Edit(p)` every tool that edits them; a
+/// `Write(p)` deny rule also binds every tool's writes inside the sandbox. Tools are known by
+/// these kinds, never by comparing their names elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileFamily {
+    /// `Read(…)`: reading files.
+    Read,
+    /// `Edit(…)`: editing files.
+    Edit,
+    /// `Write(…)`: writing files.
+    Write,
+}
+
+impl FileFamily {
+    /// The family a rule's tool name stands for, if any.
+    pub fn of(tool: &str) -> Option<FileFamily> {
+        match tool {
+            "Read" => Some(FileFamily::Read),
+            "Edit" => Some(FileFamily::Edit),
+            "Write" => Some(FileFamily::Write),
+            _ => None,
+        }
+    }
+}
+
+impl Rule {
+    /// The family of files it speaks of, when its tool name is one (see [`FileFamily`]).
+    pub fn family(&self) -> Option<FileFamily> {
+        FileFamily::of(&self.tool)
+    }
+}
+
 /// The pattern of a [`Rule`]: its text, and its path glob compiled once, when the rule is
 /// parsed. Two patterns are equal when their text is.
 #[derive(Debug, Clone)]
@@ -525,7 +558,11 @@ impl Rules {
             r.matches(req.tool, req.subject, workspace)
                 || matches!(req.subject, Some((_, SubjectKind::Path)))
                     && r.pattern.is_some()
-                    && ((r.tool == "Read" && req.read_only) || (r.tool == "Edit" && !req.read_only))
+                    && match r.family() {
+                        Some(FileFamily::Read) => req.read_only,
+                        Some(FileFamily::Edit) => !req.read_only,
+                        Some(FileFamily::Write) | None => false,
+                    }
                     && r.matches(&r.tool, req.subject, workspace)
         };
         let find = |rules: &[Rule]| rules.iter().find(|r| covers(r)).cloned();

@@ -28,56 +28,37 @@
 #![deny(missing_docs)]
 
 mod abort;
-mod batch;
-mod bindings;
-mod cache;
 mod call;
-mod capabilities;
-mod capture;
-mod classify;
-mod engine;
 mod error;
 mod event;
-mod fsguard;
 mod hooks;
-mod http;
 mod invoke;
-mod invoke_adapter;
-mod loader;
-mod net;
-mod outcome;
-mod permission;
-mod pinning;
-pub mod pins;
-mod pipeline;
-mod refusal;
-mod result;
-mod runtime;
-mod schedule;
-mod session;
-mod spill;
-mod state;
+mod loading;
+mod registry;
+mod sandbox;
+mod turns;
 
-pub use batch::Submission;
-pub use cache::private_dir;
+pub use call::classify::CheckedCall;
+pub use call::outcome::OutcomeKind;
+pub use call::permission::{AskAnswer, AskRequest, PermissionDecider};
+pub use call::refusal::{Refusal, RefusalKind};
+pub use call::result::{ContentBlock, ImageSource, ToolResult, content_text};
 pub use call::{CallOptions, Progress, ProgressFn};
-pub use classify::CheckedCall;
-pub use engine::{EngineOptions, ToolEngine};
 pub use error::{Error, LoadError, Result, SettingError, WorkspaceError};
 pub use event::{Event, EventSink, input_sha256};
-#[doc(hidden)]
-pub use fsguard::use_procfs_paths;
+pub use hooks::pins;
 pub use hooks::{HookEvent, HookInput, HookResponse, Hooks};
-pub use loader::{Inspection, Origin, ToolInfo, ToolSource, inspect};
-pub use outcome::OutcomeKind;
-pub use permission::{AskAnswer, AskRequest, PermissionDecider};
-pub use refusal::{Refusal, RefusalKind};
-pub use result::{ContentBlock, ImageSource, ToolResult, content_text};
-pub use runtime::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
-pub use schedule::{Hold, Running, Scheduler, Ticket};
-pub use session::{EMBEDDED_NAMESPACE, SavedSession, Session, WORKSPACE_KEY, tool_namespace};
+pub use loading::cache::private_dir;
+pub use loading::engine::{EngineOptions, ToolEngine};
+pub use loading::loader::{Inspection, Origin, ToolInfo, ToolSource, inspect};
+pub use registry::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
+#[doc(hidden)]
+pub use sandbox::fsguard::use_procfs_paths;
 pub use tokio_util::sync::CancellationToken;
 pub use toolhost_policy as policy;
+pub use turns::batch::Submission;
+pub use turns::schedule::{Hold, Running, Scheduler, Ticket};
+pub use turns::session::{EMBEDDED_NAMESPACE, SavedSession, Session, WORKSPACE_KEY, tool_namespace};
 
 /// One `tool_use` block from the model: `{"type":"tool_use","id","name","input"}`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

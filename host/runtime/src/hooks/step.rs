@@ -2,10 +2,10 @@
 //! call's event, command hooks and Rust hooks all at once, their answers combined.
 
 use super::{Combined, HookEvent, HookInput, HookResponse, combine};
+use crate::call::ctx::CallCtx;
+use crate::call::permission::claude_mode_name;
 use crate::event::Event;
-use crate::permission::claude_mode_name;
-use crate::pipeline::CallCtx;
-use crate::runtime::Runtime;
+use crate::registry::Runtime;
 use serde_json::Value;
 
 impl Runtime {

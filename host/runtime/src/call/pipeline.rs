@@ -5,24 +5,24 @@
 
 use crate::ToolUse;
 use crate::call::CallOptions;
-use crate::classify::{CheckedCall, Schema};
+use crate::call::classify::{CheckedCall, Schema};
+use crate::call::ctx::{Access, CallCtx};
+use crate::call::outcome::{OutcomeKind, tool_error};
+use crate::call::permission::canonical_url_input;
+use crate::call::refusal::{Refusal, RefusalKind};
+use crate::call::result::ContentBlock;
+use crate::call::result::{ToolResult, map_output};
 use crate::event::Event;
 use crate::hooks::{Combined, HookEvent};
 use crate::invoke::{Call, CallReturn, Validate};
-use crate::outcome::{OutcomeKind, tool_error};
-use crate::permission::canonical_url_input;
-use crate::refusal::{Refusal, RefusalKind};
-use crate::result::ContentBlock;
-use crate::result::{ToolResult, map_output};
-use crate::runtime::{LoadedTool, Runtime};
-use crate::schedule::Running;
-use crate::session::{ContextFull, Session, SessionView, growth};
+use crate::registry::{LoadedTool, Runtime};
+use crate::turns::schedule::Running;
+use crate::turns::session::{ContextFull, Session, SessionView, growth};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 use toolhost_policy::Decision;
 
 /// Context updates a call asks for, in order (`None` deletes), inside its tool's namespace.
@@ -30,59 +30,6 @@ use toolhost_policy::Decision;
 pub(crate) struct Updates {
     pub namespace: Arc<str>,
     pub list: Vec<(String, Option<String>)>,
-}
-
-/// What a guest export may reach.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Access {
-    /// Nothing at all (`is-concurrency-safe`, `validate`).
-    Nothing,
-    /// The tool's effective grant.
-    Granted,
-    /// The effective grant with every directory read-only: a call running beside other
-    /// concurrency-safe calls. A tool that claimed to be concurrency-safe and writes gets a
-    /// denial, not a race.
-    ReadOnly,
-}
-
-/// One call on its way through the steps: what every step reads about it, passed as one
-/// value (the steps themselves are in [`Runtime::run_one`]'s order below, the permission step
-/// in [`crate::permission`], the hooks in [`crate::hooks`], the store in [`crate::invoke`]).
-pub(crate) struct CallCtx<'a> {
-    pub tool: &'a LoadedTool,
-    pub tool_use: &'a ToolUse,
-    /// The session as the call sees it: its context, and what a person allowed in it.
-    pub view: SessionView,
-    /// What the call itself may reach (`validate` and `is-concurrency-safe` get nothing).
-    pub access: Access,
-    pub options: &'a CallOptions,
-    /// The hosts the call tried to reach (see [`crate::net::HostLog`], reported in
-    /// [`Event::Finish`]).
-    pub hosts: crate::net::HostLog,
-}
-
-impl<'a> CallCtx<'a> {
-    pub(crate) fn new(
-        tool: &'a LoadedTool,
-        tool_use: &'a ToolUse,
-        view: SessionView,
-        access: Access,
-        options: &'a CallOptions,
-    ) -> Self {
-        CallCtx { tool, tool_use, view, access, options, hosts: crate::net::HostLog::default() }
-    }
-
-    pub(crate) fn id(&self) -> &str {
-        &self.tool_use.id
-    }
-
-    pub(crate) fn name(&self) -> &str {
-        &self.tool.info.name
-    }
-
-    pub(crate) fn cancel(&self) -> &CancellationToken {
-        &self.options.cancel
-    }
 }
 
 impl Runtime {
@@ -307,8 +254,8 @@ impl Runtime {
             .content
             .iter()
             .map(|b| match b {
-                crate::bindings::WitContentBlock::Text(t) => t.len(),
-                crate::bindings::WitContentBlock::Image(i) => i.data.len(),
+                crate::invoke::bindings::WitContentBlock::Text(t) => t.len(),
+                crate::invoke::bindings::WitContentBlock::Image(i) => i.data.len(),
             })
             .sum::<usize>()
             + output

@@ -3,7 +3,7 @@
 //! workspace when it was named inside it), and is opened then. Calls get duplicates of that
 //! handle (`fsguard/`), so a granted subdirectory replaced by a link later reaches nothing new.
 
-use crate::fsguard::Preopen;
+use crate::sandbox::fsguard::Preopen;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost_policy::{Capability, DirGrant, Grant, resolve};

@@ -1,13 +1,13 @@
 //! Per-call store data: the WASI context built from the grant, the memory limiter, captured
 //! output, and what `host.progress` / `host.context-get` need.
 
-use crate::bindings::{HostImports, TypesHost};
 use crate::call::{Progress, ProgressFn};
-use crate::capture::CapturePipe;
 use crate::event::{Event, EventSink};
-use crate::fsguard::{FsGuard, GuardedFs};
-use crate::http::HttpHooks;
-use crate::net::{GuardedLookup, NetAccess};
+use crate::invoke::bindings::{HostImports, TypesHost};
+use crate::sandbox::capture::CapturePipe;
+use crate::sandbox::fsguard::{FsGuard, GuardedFs};
+use crate::sandbox::http::HttpHooks;
+use crate::sandbox::net::{GuardedLookup, NetAccess};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use wasmtime::ResourceLimiter;
@@ -39,7 +39,7 @@ pub(crate) struct CallEnv {
     /// Where progress goes, if anywhere.
     pub progress: Option<ProgressTo>,
     /// Where the hosts the call tries to reach are recorded (for the audit log), if anywhere.
-    pub hosts: Option<crate::net::HostLog>,
+    pub hosts: Option<crate::sandbox::net::HostLog>,
 }
 
 /// Where one call's progress messages go: the runtime's event sink and the call's own
@@ -213,7 +213,7 @@ impl HostImports for HostState {
     }
 
     fn context_get(&mut self, key: String) -> Option<String> {
-        if key == crate::session::WORKSPACE_KEY {
+        if key == crate::turns::session::WORKSPACE_KEY {
             return Some(self.env.workspace_json.to_string());
         }
         self.env.context.get(&format!("{}/{key}", self.env.namespace)).cloned()

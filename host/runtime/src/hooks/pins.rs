@@ -31,7 +31,7 @@
 //! assert_eq!(found[0].what, "deny rule added: WebFetch");
 //! ```
 
-use crate::cache::{DirRole, private_dir_for};
+use crate::loading::cache::{DirRole, private_dir_for};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};

@@ -6,11 +6,11 @@
 
 use crate::ToolUse;
 use crate::call::CallOptions;
+use crate::call::ctx::{Access, CallCtx};
+use crate::call::refusal::Refusal;
 use crate::invoke::IsConcurrencySafe;
-use crate::pipeline::{Access, CallCtx};
-use crate::refusal::Refusal;
-use crate::runtime::{LoadedTool, Runtime};
-use crate::session::SessionView;
+use crate::registry::{LoadedTool, Runtime};
+use crate::turns::session::SessionView;
 use std::sync::Arc;
 
 /// A call classified by [`Runtime::check`], ready for [`Runtime::call_admitted`].

@@ -3,10 +3,10 @@
 //! overflow, panic (message from stderr), other traps (with their code), host errors; and how
 //! a failure or a `tool-error` becomes the call's error result.
 
-use crate::bindings::WitToolError;
-use crate::refusal::{INTERRUPTED, Refusal, RefusalKind};
-use crate::result::ToolResult;
-use crate::state::{HostState, Interrupt};
+use crate::call::refusal::{INTERRUPTED, Refusal, RefusalKind};
+use crate::call::result::ToolResult;
+use crate::invoke::bindings::WitToolError;
+use crate::sandbox::state::{HostState, Interrupt};
 use serde::Serialize;
 use toolhost_policy::Limits;
 use wasmtime::Trap;

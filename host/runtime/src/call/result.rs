@@ -3,8 +3,8 @@
 //! `max_result_chars` is cut to a preview and saved whole, error results are text-only.
 
 use crate::OutcomeKind;
-use crate::bindings::WitContentBlock;
-use crate::spill::SpillDir;
+use crate::call::spill::SpillDir;
+use crate::invoke::bindings::WitContentBlock;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 

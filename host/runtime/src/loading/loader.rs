@@ -2,13 +2,14 @@
 //! they are not a component of our world), compile through the cache, link once into an
 //! `InstancePre`, and read the tool's schema with no capabilities.
 
-use crate::bindings::{PluginPre, TOOL_INTERFACE, ToolSchema, WitCapability};
-use crate::cache::{self, Cache};
-use crate::engine::ToolEngine;
 use crate::error::{Error, LoadError, Result};
+use crate::invoke::bindings::{PluginPre, TOOL_INTERFACE};
 use crate::invoke::{GetSchema, InvokeCtx, invoke};
-use crate::state::{CallEnv, HostState};
-use serde::{Deserialize, Serialize};
+use crate::loading::cache::{self, Cache};
+use crate::loading::engine::ToolEngine;
+use crate::loading::record::{LoadRecord, RawSchema};
+use crate::sandbox::state::{CallEnv, HostState};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,7 +54,7 @@ pub struct ToolSource {
     /// If set, the name the tool is registered under whatever it declares: an installed
     /// third-party tool (`toolhost add --name`) goes by the operator's name for it.
     pub rename: Option<String>,
-    /// The context namespace it shares with others; `None`: its own (see [`crate::session`]).
+    /// The context namespace it shares with others; `None`: its own (see [`crate::turns::session`]).
     pub(crate) context_namespace: Option<String>,
     /// Native code made ahead of time for the bytes with this sha256 (see
     /// [`ToolSource::with_precompiled`]).
@@ -105,7 +106,7 @@ impl ToolSource {
     /// namespace (so `Edit` sees what `Read` recorded), which no other tool can reach.
     pub fn embedded(name: &str, bytes: &'static [u8]) -> Self {
         ToolSource {
-            context_namespace: Some(crate::session::EMBEDDED_NAMESPACE.to_string()),
+            context_namespace: Some(crate::turns::session::EMBEDDED_NAMESPACE.to_string()),
             embedded: Some(bytes),
             ..ToolSource::new(Origin::Embedded(name.to_string()), bytes::Bytes::from_static(bytes))
         }
@@ -350,58 +351,6 @@ fn precompiled(engine: &ToolEngine, source: &ToolSource, sha256: &str) -> Option
     }
 }
 
-/// What loading learned about one component from its `schema` export. Kept by digest in the
-/// engine and in the compile cache (authenticated like compiled code, under the toolhost
-/// version), so the export runs once per component and toolhost build: a start with cached
-/// tools runs no guest code, and a tool that loops or traps at load costs its deadline once.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub(crate) enum LoadRecord {
-    /// The schema, as the tool returned it; it passed the checks.
-    Schema(RawSchema),
-    /// Why it cannot be loaded.
-    Failed {
-        message: String,
-        /// The deadline it ran under.
-        timeout_ms: u64,
-        /// Whether it ran out of time (then a longer deadline tries again).
-        timed_out: bool,
-    },
-}
-
-/// The `schema` export's answer, in a form that can be kept.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct RawSchema {
-    name: String,
-    description: String,
-    input_schema: String,
-    permission_subject: Option<String>,
-    read_only: bool,
-    capabilities: Vec<Capability>,
-}
-
-impl From<ToolSchema> for RawSchema {
-    fn from(s: ToolSchema) -> Self {
-        RawSchema {
-            name: s.name,
-            description: s.description,
-            input_schema: s.input_schema,
-            permission_subject: s.permission_subject,
-            read_only: s.read_only,
-            capabilities: s
-                .capabilities
-                .into_iter()
-                .map(|c| match c {
-                    WitCapability::FsRead(p) => Capability::FsRead(p),
-                    WitCapability::FsWrite(p) => Capability::FsWrite(p),
-                    WitCapability::Net(h) => Capability::Net(h),
-                    WitCapability::Env(n) => Capability::Env(n),
-                })
-                .collect(),
-        }
-    }
-}
-
 /// The tool's checked schema: remembered from an earlier load of the same bytes, or read by
 /// calling `schema` with no capabilities under `limits` (whose `load_timeout_ms` is the
 /// deadline), and remembered.
@@ -457,7 +406,7 @@ pub(crate) async fn describe(
 async fn run_schema(engine: &ToolEngine, compiled: &Compiled, source: &ToolSource, limits: &Limits) -> LoadRecord {
     let limits = Limits { timeout_ms: limits.load_timeout_ms, ..limits.clone() };
     let empty = BTreeMap::new();
-    let tls = match crate::http::tls_config(&[]) {
+    let tls = match crate::sandbox::http::tls_config(&[]) {
         Ok(tls) => tls,
         Err(message) => return LoadRecord::Failed { message, timeout_ms: limits.timeout_ms, timed_out: false },
     };
@@ -485,7 +434,7 @@ async fn run_schema(engine: &ToolEngine, compiled: &Compiled, source: &ToolSourc
     };
     match invoke(cx, GetSchema).await {
         Ok(s) => LoadRecord::Schema(s.into()),
-        Err(f) if f.kind == crate::outcome::OutcomeKind::Timeout => LoadRecord::Failed {
+        Err(f) if f.kind == crate::call::outcome::OutcomeKind::Timeout => LoadRecord::Failed {
             message: format!(
                 "its `schema` export did not return within {} ms (limits.load_timeout_ms)",
                 limits.timeout_ms

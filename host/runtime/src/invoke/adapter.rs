@@ -2,12 +2,12 @@
 //! (nothing, the grant, or the grant read-only) becomes the preopens, the file rules, the
 //! network patterns and the per-call environment that [`crate::invoke`] runs the export with.
 
-use crate::fsguard::FsRules;
+use crate::call::ctx::{Access, CallCtx};
+use crate::call::outcome::{Failure, OutcomeKind};
 use crate::invoke::{Export, FsCall, InvokeCtx, invoke};
-use crate::outcome::{Failure, OutcomeKind};
-use crate::pipeline::{Access, CallCtx};
-use crate::runtime::Runtime;
-use crate::state::{CallEnv, ProgressTo};
+use crate::registry::Runtime;
+use crate::sandbox::fsguard::FsRules;
+use crate::sandbox::state::{CallEnv, ProgressTo};
 use std::path::PathBuf;
 
 impl Runtime {

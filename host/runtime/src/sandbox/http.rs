@@ -23,7 +23,7 @@
 //! like the first. HTTPS trusts Mozilla's roots (`webpki-roots`, the same on every machine)
 //! plus the `[tls] ca_files` of the config ([`tls_config`]).
 
-use crate::net::{Breach, ConnectionSlot, NetAccess};
+use crate::sandbox::net::{Breach, ConnectionSlot, NetAccess};
 use bytes::Bytes;
 use http::uri::Scheme;
 use http_body::{Body, Frame};

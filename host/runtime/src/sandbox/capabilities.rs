@@ -9,8 +9,8 @@
 //! `WORKSPACE/x`). Relative paths instead resolve against the current directory: the WASI
 //! `initial-cwd` is the workspace, and the Rust SDK changes to it before `call`.
 
-use crate::capture::CapturePipe;
-use crate::net::{NetAccess, addr_check};
+use crate::sandbox::capture::CapturePipe;
+use crate::sandbox::net::{NetAccess, addr_check};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;

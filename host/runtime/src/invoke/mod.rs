@@ -7,14 +7,17 @@
 //! well is kept in a small per-tool pool and reused (DESIGN §2), which halves the cost of a
 //! call. An instance that trapped or timed out is never reused.
 
-use crate::bindings::{Plugin, PluginPre, ToolExports, ToolOutput, ToolSchema, WitToolError};
-use crate::capabilities::wasi_ctx;
-use crate::capture::CapturePipe;
-use crate::engine::ToolEngine;
-use crate::fsguard::{FsGuard, FsRules, Preopen};
-use crate::net::{NetAccess, NetLimits};
-use crate::outcome::{Failure, OutcomeKind, classify};
-use crate::state::{CallEnv, HostState, Interrupt};
+pub(crate) mod adapter;
+pub(crate) mod bindings;
+
+use crate::call::outcome::{Failure, OutcomeKind, classify};
+use crate::invoke::bindings::{Plugin, PluginPre, ToolExports, ToolOutput, ToolSchema, WitToolError};
+use crate::loading::engine::ToolEngine;
+use crate::sandbox::capabilities::wasi_ctx;
+use crate::sandbox::capture::CapturePipe;
+use crate::sandbox::fsguard::{FsGuard, FsRules, Preopen};
+use crate::sandbox::net::{NetAccess, NetLimits};
+use crate::sandbox::state::{CallEnv, HostState, Interrupt};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -118,7 +121,7 @@ impl Export for Call<'_> {
             CallReturn::Output(mut output) => {
                 // A refused write stays visible to the model even when the tool ignored it.
                 if let Some(note) = state.fs.note() {
-                    output.content.push(crate::bindings::WitContentBlock::Text(note));
+                    output.content.push(crate::invoke::bindings::WitContentBlock::Text(note));
                 }
                 CallReturn::Output(output)
             }

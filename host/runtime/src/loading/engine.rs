@@ -4,9 +4,9 @@
 //! precompiles the default tools); here the engine gets its epoch ticker (a spinning guest
 //! neither starves its neighbours nor outlives its timeout) and its linker.
 
-use crate::bindings::{HostImports, TypesHost};
 use crate::error::{Error, Result};
-use crate::state::HostState;
+use crate::invoke::bindings::{HostImports, TypesHost};
+use crate::sandbox::state::HostState;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -34,7 +34,7 @@ pub struct ToolEngine {
     pub(crate) compiled: Arc<Mutex<HashMap<String, Component>>>,
     /// What loading learned about each component, by sha256 (its schema, or why it failed):
     /// a reload never runs a load-time export again.
-    pub(crate) records: Arc<Mutex<HashMap<String, crate::loader::LoadRecord>>>,
+    pub(crate) records: Arc<Mutex<HashMap<String, crate::loading::record::LoadRecord>>>,
 }
 
 impl std::fmt::Debug for ToolEngine {
@@ -89,10 +89,10 @@ fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     // Every path operation is checked against the call's protected paths and deny rules, and
     // preopens come from handles held since load (see `fsguard/`).
-    crate::fsguard::add_to_linker(&mut linker, HostState::guarded_fs)?;
+    crate::sandbox::fsguard::add_to_linker(&mut linker, HostState::guarded_fs)?;
     // Name lookups are checked against the call's net grant before any resolution.
-    crate::net::add_to_linker(&mut linker, HostState::lookup)?;
-    crate::bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+    crate::sandbox::net::add_to_linker(&mut linker, HostState::lookup)?;
+    crate::invoke::bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
     Ok(linker)
 }
 

@@ -11,13 +11,14 @@
 
 use crate::abort::AbortOnDrop;
 use crate::call::CallOptions;
-use crate::classify::CheckedCall;
-use crate::pipeline::{Access, Updates};
-use crate::refusal::Refusal;
-use crate::result::ToolResult;
-use crate::runtime::Runtime;
-use crate::schedule::{Hold, Running};
-use crate::session::{Session, SessionView};
+use crate::call::classify::CheckedCall;
+use crate::call::ctx::Access;
+use crate::call::pipeline::Updates;
+use crate::call::refusal::Refusal;
+use crate::call::result::ToolResult;
+use crate::registry::Runtime;
+use crate::turns::schedule::{Hold, Running};
+use crate::turns::session::{Session, SessionView};
 use crate::{OutcomeKind, ToolUse};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;

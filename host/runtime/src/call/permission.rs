@@ -2,11 +2,11 @@
 //! goes to a [`PermissionDecider`] (a person at a terminal, an MCP client, a program), or is a
 //! denial naming the rule to add when there is none.
 
+use crate::call::ctx::CallCtx;
+use crate::call::refusal::{Refusal, RefusalKind};
 use crate::event::Event;
-use crate::fsguard::resolve_at;
-use crate::pipeline::CallCtx;
-use crate::refusal::{Refusal, RefusalKind};
-use crate::runtime::Runtime;
+use crate::registry::Runtime;
+use crate::sandbox::fsguard::resolve_at;
 use async_trait::async_trait;
 use serde_json::Value;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! `tool_use_id` through runtime-wide sinks (an MCP server answers each request on the
 //! connection it came from without a routing table).
 
-use crate::permission::PermissionDecider;
+use crate::call::permission::PermissionDecider;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

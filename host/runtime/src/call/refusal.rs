@@ -8,8 +8,8 @@
 //! call and try again), and the one place that chooses the [`OutcomeKind`] the events and the
 //! audit log report.
 
-use crate::outcome::OutcomeKind;
-use crate::result::ToolResult;
+use crate::call::outcome::OutcomeKind;
+use crate::call::result::ToolResult;
 
 /// What the model reads for a call cut short or never started because the turn was aborted.
 pub(crate) const INTERRUPTED: &str = "Interrupted by user";

@@ -1,0 +1,16 @@
+//! One call: a `tool_use` in, exactly one `tool_result` out. The call's options and context,
+//! classifying it for the scheduler, the steps in order ([`pipeline`]), the permission step,
+//! how a guest's answer maps to a result ([`outcome`], [`result`], [`spill`]) and the one way a
+//! refusal becomes a result ([`refusal`]).
+
+pub(crate) mod classify;
+pub(crate) mod ctx;
+pub(crate) mod options;
+pub(crate) mod outcome;
+pub(crate) mod permission;
+pub(crate) mod pipeline;
+pub(crate) mod refusal;
+pub(crate) mod result;
+pub(crate) mod spill;
+
+pub use options::{CallOptions, Progress, ProgressFn};
