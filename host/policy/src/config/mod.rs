@@ -21,9 +21,13 @@
 //! ```
 
 mod check;
+mod limits;
 
+use crate::limits::limits_table;
 use crate::{Grant, HookMatcher, Limits, Mode, PathPattern, Rule, Rules, normalize};
 use check::{check_document, error_at, key_path};
+pub use limits::LimitsConfig;
+use limits::tool_config;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, BTreeSet};
@@ -234,86 +238,33 @@ impl HookConfig {
     }
 }
 
-/// Limits that can be set in `[limits]` (all tools) or `[tools.NAME]` (one tool).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitsConfig {
-    /// See [`Limits::max_concurrency`]; only meaningful in `[limits]`.
-    pub max_concurrency: Option<Spanned<i64>>,
-    /// See [`Limits::timeout_ms`].
-    pub timeout_ms: Option<Spanned<i64>>,
-    /// See [`Limits::memory_mib`].
-    pub memory_mib: Option<Spanned<i64>>,
-    /// See [`Limits::fuel`].
-    pub fuel: Option<Spanned<i64>>,
-    /// See [`Limits::max_result_chars`].
-    pub max_result_chars: Option<Spanned<i64>>,
-    /// See [`Limits::max_stdio_bytes`].
-    pub max_stdio_bytes: Option<Spanned<i64>>,
-    /// See [`Limits::max_input_bytes`].
-    pub max_input_bytes: Option<Spanned<i64>>,
-    /// See [`Limits::max_output_bytes`].
-    pub max_output_bytes: Option<Spanned<i64>>,
-    /// See [`Limits::max_response_bytes`].
-    pub max_response_bytes: Option<Spanned<i64>>,
-    /// See [`Limits::connect_timeout_ms`].
-    pub connect_timeout_ms: Option<Spanned<i64>>,
-    /// See [`Limits::first_byte_timeout_ms`].
-    pub first_byte_timeout_ms: Option<Spanned<i64>>,
-    /// See [`Limits::max_connections`].
-    pub max_connections: Option<Spanned<i64>>,
-    /// See [`Limits::load_timeout_ms`].
-    pub load_timeout_ms: Option<Spanned<i64>>,
-    /// See [`Limits::max_context_bytes`]; only meaningful in `[limits]`.
-    pub max_context_bytes: Option<Spanned<i64>>,
-}
-
-/// `[tools.NAME]`: where a tool comes from, what it is granted, and its limits.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolConfig {
-    /// A `.wasm` file (relative to the config file). Omit for embedded and `--tools` tools.
-    pub path: Option<Spanned<PathBuf>>,
-    /// Expected sha256 of the file (hex); a mismatch refuses to load the tool.
-    pub sha256: Option<Spanned<String>>,
-    /// Where an installed tool comes from (`toolhost add`): its bytes are the ones
-    /// `toolhost.lock` names, from the content-addressed store; never fetched at load.
-    pub source: Option<Spanned<crate::ToolRef>>,
-    /// With a tagless `oci://` source: install the newest tag that is a semantic version
-    /// matching this requirement (`^1.2`, `~1.4`, `>=1, <3`; a leading `v` in tags is allowed);
-    /// `toolhost update` moves within it, never past it.
-    pub version: Option<Spanned<semver::VersionReq>>,
-    /// What the operator grants, with its position; absent means the default grant.
-    pub grant: Option<Spanned<Grant>>,
-    /// Let a name or `*` in the grant reach loopback, private, link-local and metadata
-    /// addresses (see [`crate::check_address`]); default false.
-    #[serde(default)]
-    pub allow_private_network: bool,
-    /// Per-tool limits.
-    pub timeout_ms: Option<Spanned<i64>>,
-    /// Per-tool memory limit.
-    pub memory_mib: Option<Spanned<i64>>,
-    /// Per-tool fuel.
-    pub fuel: Option<Spanned<i64>>,
-    /// Per-tool result size before truncation.
-    pub max_result_chars: Option<Spanned<i64>>,
-    /// Per-tool stdout/stderr cap.
-    pub max_stdio_bytes: Option<Spanned<i64>>,
-    /// Per-tool input size cap.
-    pub max_input_bytes: Option<Spanned<i64>>,
-    /// Per-tool output size cap.
-    pub max_output_bytes: Option<Spanned<i64>>,
-    /// Per-tool HTTP response bytes.
-    pub max_response_bytes: Option<Spanned<i64>>,
-    /// Per-tool HTTP connect timeout.
-    pub connect_timeout_ms: Option<Spanned<i64>>,
-    /// Per-tool HTTP first-byte timeout.
-    pub first_byte_timeout_ms: Option<Spanned<i64>>,
-    /// Per-tool connection cap.
-    pub max_connections: Option<Spanned<i64>>,
-    /// Per-tool deadline of the exports run while loading.
-    pub load_timeout_ms: Option<Spanned<i64>>,
-}
+// `[tools.NAME]`'s limit keys follow its own, one per `tool` limit of the table (see
+// `limits.rs`).
+limits_table!(tool_config {
+    /// `[tools.NAME]`: where a tool comes from, what it is granted, and its limits (each
+    /// `tool` limit of [`Limits`], overriding `[limits]`).
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ToolConfig {
+        /// A `.wasm` file (relative to the config file). Omit for embedded and `--tools` tools.
+        pub path: Option<Spanned<PathBuf>>,
+        /// Expected sha256 of the file (hex); a mismatch refuses to load the tool.
+        pub sha256: Option<Spanned<String>>,
+        /// Where an installed tool comes from (`toolhost add`): its bytes are the ones
+        /// `toolhost.lock` names, from the content-addressed store; never fetched at load.
+        pub source: Option<Spanned<crate::ToolRef>>,
+        /// With a tagless `oci://` source: install the newest tag that is a semantic version
+        /// matching this requirement (`^1.2`, `~1.4`, `>=1, <3`; a leading `v` in tags is allowed);
+        /// `toolhost update` moves within it, never past it.
+        pub version: Option<Spanned<semver::VersionReq>>,
+        /// What the operator grants, with its position; absent means the default grant.
+        pub grant: Option<Spanned<Grant>>,
+        /// Let a name or `*` in the grant reach loopback, private, link-local and metadata
+        /// addresses (see [`crate::check_address`]); default false.
+        #[serde(default)]
+        pub allow_private_network: bool,
+    }
+});
 
 /// A config error with its position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -454,98 +405,7 @@ fn read(file: &Path) -> Result<String, ConfigError> {
     })
 }
 
-impl LimitsConfig {
-    fn positive_fields(&self) -> Vec<(&'static str, &Spanned<i64>)> {
-        [
-            ("max_concurrency", &self.max_concurrency),
-            ("timeout_ms", &self.timeout_ms),
-            ("memory_mib", &self.memory_mib),
-            ("fuel", &self.fuel),
-            ("max_result_chars", &self.max_result_chars),
-            ("max_stdio_bytes", &self.max_stdio_bytes),
-            ("max_input_bytes", &self.max_input_bytes),
-            ("max_output_bytes", &self.max_output_bytes),
-            ("max_response_bytes", &self.max_response_bytes),
-            ("connect_timeout_ms", &self.connect_timeout_ms),
-            ("first_byte_timeout_ms", &self.first_byte_timeout_ms),
-            ("max_connections", &self.max_connections),
-            ("load_timeout_ms", &self.load_timeout_ms),
-            ("max_context_bytes", &self.max_context_bytes),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
-        .collect()
-    }
-
-    /// Overwrite `limits` with every value set here (values were checked positive at parse).
-    pub fn apply(&self, limits: &mut Limits) {
-        let get = |v: &Option<Spanned<i64>>| v.as_ref().map(|s| *s.get_ref() as u64);
-        if let Some(v) = get(&self.max_concurrency) {
-            limits.max_concurrency = v as usize;
-        }
-        if let Some(v) = get(&self.timeout_ms) {
-            limits.timeout_ms = v;
-        }
-        if let Some(v) = get(&self.memory_mib) {
-            limits.memory_mib = v;
-        }
-        if let Some(v) = get(&self.fuel) {
-            limits.fuel = Some(v);
-        }
-        if let Some(v) = get(&self.max_result_chars) {
-            limits.max_result_chars = v as usize;
-        }
-        if let Some(v) = get(&self.max_stdio_bytes) {
-            limits.max_stdio_bytes = v as usize;
-        }
-        if let Some(v) = get(&self.max_input_bytes) {
-            limits.max_input_bytes = v as usize;
-        }
-        if let Some(v) = get(&self.max_output_bytes) {
-            limits.max_output_bytes = v as usize;
-        }
-        if let Some(v) = get(&self.max_response_bytes) {
-            limits.max_response_bytes = v;
-        }
-        if let Some(v) = get(&self.connect_timeout_ms) {
-            limits.connect_timeout_ms = v;
-        }
-        if let Some(v) = get(&self.first_byte_timeout_ms) {
-            limits.first_byte_timeout_ms = v;
-        }
-        if let Some(v) = get(&self.max_connections) {
-            limits.max_connections = v as usize;
-        }
-        if let Some(v) = get(&self.load_timeout_ms) {
-            limits.load_timeout_ms = v;
-        }
-        if let Some(v) = get(&self.max_context_bytes) {
-            limits.max_context_bytes = v as usize;
-        }
-    }
-}
-
 impl ToolConfig {
-    /// This tool's limit overrides.
-    pub fn limits(&self) -> LimitsConfig {
-        LimitsConfig {
-            max_concurrency: None,
-            timeout_ms: self.timeout_ms.clone(),
-            memory_mib: self.memory_mib.clone(),
-            fuel: self.fuel.clone(),
-            max_result_chars: self.max_result_chars.clone(),
-            max_stdio_bytes: self.max_stdio_bytes.clone(),
-            max_input_bytes: self.max_input_bytes.clone(),
-            max_output_bytes: self.max_output_bytes.clone(),
-            max_response_bytes: self.max_response_bytes.clone(),
-            connect_timeout_ms: self.connect_timeout_ms.clone(),
-            first_byte_timeout_ms: self.first_byte_timeout_ms.clone(),
-            max_connections: self.max_connections.clone(),
-            load_timeout_ms: self.load_timeout_ms.clone(),
-            max_context_bytes: None,
-        }
-    }
-
     /// The operator's grant without its position, if the section has one.
     pub fn grant(&self) -> Option<&Grant> {
         self.grant.as_ref().map(Spanned::get_ref)
