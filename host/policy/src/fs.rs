@@ -678,6 +678,8 @@ mod tests {
 
     #[test]
     fn defaults_compile() {
+        // Over an empty list the loop would check nothing.
+        assert!(!DEFAULT_ASK_BEFORE_WRITING.is_empty());
         for p in DEFAULT_ASK_BEFORE_WRITING {
             PathPattern::new(p).unwrap();
         }

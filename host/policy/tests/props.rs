@@ -2,7 +2,8 @@
 //! config document and its checker, permission rules, path patterns, hook matchers, network
 //! patterns and the path policy. Each property says what must hold for *every* input, and
 //! proptest looks for a counterexample (and shrinks it, so that a failure names the smallest
-//! input that breaks the property).
+//! input that breaks the property). A property that checks only some inputs counts how many it
+//! checked and fails when too few were (see [`counted`]); the others check every input.
 //!
 //! Case counts are bounded (see [`config`]) so that the whole file runs in a few seconds on a
 //! 2-core machine; `PROPTEST_CASES=N` raises them for a longer hunt.
@@ -22,6 +23,40 @@ use toolhost_policy::{
 fn config(cases: u32) -> ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(cases);
     ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+}
+
+/// Run `property` on `cases` inputs of `strategy` (as `config` says); `property` returns
+/// whether the input reached the part that checks something. Fails on a counterexample (shrunk)
+/// and when fewer than `min_percent` % of the cases reached the check (each minimum is about
+/// half the share measured with 256 cases, so chance does not fail it).
+///
+/// Every property whose check applies to some inputs only (a string that parses, a call that a
+/// rule matches, a path that is refused, a text with errors) runs through here: a property
+/// whose check is never reached would pass against any build.
+fn counted<S: Strategy>(
+    name: &str,
+    cases: u32,
+    min_percent: u32,
+    strategy: S,
+    property: impl Fn(S::Value) -> Result<bool, TestCaseError>,
+) {
+    let mut runner = proptest::test_runner::TestRunner::new(config(cases));
+    let (reached, total) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
+    let outcome = runner.run(&strategy, |value| {
+        total.set(total.get() + 1);
+        if property(value)? {
+            reached.set(reached.get() + 1);
+        }
+        Ok(())
+    });
+    if let Err(e) = outcome {
+        panic!("{name}: {e}");
+    }
+    let (reached, total) = (reached.get(), total.get());
+    assert!(
+        reached * 100 >= total * min_percent,
+        "{name}: only {reached} of {total} cases reached the check (at least {min_percent} % must)"
+    );
 }
 
 const WS: &str = "/w/s";
@@ -64,8 +99,10 @@ fn position_inside(text: &str, e: &ConfigError) -> bool {
 }
 
 /// Everything that must hold of the errors of any text: each has a position inside it and a
-/// one-line message, they come sorted, and [`Config::parse`]'s error is one of them.
-fn check_errors_are_well_formed(text: &str) -> Result<(), TestCaseError> {
+/// one-line message, they come sorted, and [`Config::parse`]'s error is one of them. Returns
+/// whether the text had errors to check (a text without any checks nothing but that `parse`
+/// agrees).
+fn check_errors_are_well_formed(text: &str) -> Result<bool, TestCaseError> {
     let file = Path::new("/nonexistent/dir/toolhost.toml");
     let checked = Config::check(text, file);
     let parsed = Config::parse(text, file);
@@ -85,29 +122,36 @@ fn check_errors_are_well_formed(text: &str) -> Result<(), TestCaseError> {
             "parse accepted what check refuses for more than missing files: {errors:?}"
         ),
     }
-    Ok(())
+    Ok(!errors.is_empty())
 }
 
-proptest! {
-    #![proptest_config(config(256))]
+/// Any text, however broken: no panic, and every error points inside it.
+#[test]
+fn config_errors_point_inside_any_text() {
+    counted("config_errors_point_inside_any_text", 256, 49, tomlish(), |text| check_errors_are_well_formed(&text));
+}
 
-    /// Any text, however broken: no panic, and every error points inside it.
-    #[test]
-    fn config_errors_point_inside_any_text(text in tomlish()) {
-        check_errors_are_well_formed(&text)?;
-    }
+/// Any Unicode at all (not only TOML-ish pieces).
+#[test]
+fn config_errors_point_inside_any_string() {
+    counted("config_errors_point_inside_any_string", 256, 49, "\\PC{0,200}", |text| {
+        check_errors_are_well_formed(&text)
+    });
+}
 
-    /// Any Unicode at all (not only TOML-ish pieces).
-    #[test]
-    fn config_errors_point_inside_any_string(text in "\\PC{0,200}") {
-        check_errors_are_well_formed(&text)?;
-    }
-
-    /// Any bytes, read from a file: an error that is not UTF-8 points at the first bad byte.
-    #[test]
-    fn config_files_of_any_bytes(bytes in prop::collection::vec(any::<u8>(), 0..300), tail in tomlish()) {
-        let mut bytes = bytes;
-        bytes.extend_from_slice(tail.as_bytes());
+/// Any bytes, read from a file: an error that is not UTF-8 points at the first bad byte. The
+/// bytes come between two pieces of TOML-ish text, so that the bad byte is often past the
+/// first line and the line and column are counted for real.
+#[test]
+fn config_files_of_any_bytes() {
+    let strategy =
+        (tomlish(), prop::collection::vec(any::<u8>(), 0..300), tomlish()).prop_map(|(head, bytes, tail)| {
+            let mut all = head.into_bytes();
+            all.extend_from_slice(&bytes);
+            all.extend_from_slice(tail.as_bytes());
+            all
+        });
+    counted("config_files_of_any_bytes", 256, 49, strategy, |bytes| {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("toolhost.toml");
         std::fs::write(&file, &bytes).unwrap();
@@ -117,6 +161,7 @@ proptest! {
             Ok(text) => {
                 check_errors_are_well_formed(text)?;
                 prop_assert_eq!(checked.is_ok(), Config::check(text, &file).is_ok());
+                Ok(false)
             }
             Err(utf8) => {
                 let errors = checked.expect_err("not UTF-8");
@@ -130,9 +175,10 @@ proptest! {
                 let line = before.matches('\n').count() + 1;
                 let column = before.rsplit('\n').next().unwrap().chars().count() + 1;
                 prop_assert_eq!((e.line, e.column), (line, column), "{}", e);
+                Ok(true)
             }
         }
-    }
+    });
 }
 
 /// A TOML value, and whether (and how) the checker must refuse it where an integer >= 1 is
@@ -504,18 +550,18 @@ fn document() -> impl Strategy<Value = (String, Vec<(usize, String)>)> {
         })
 }
 
-proptest! {
-    #![proptest_config(config(256))]
-
-    /// A well-formed document with random keys and values: exactly the errors it must cause,
-    /// each on the line of the key or value at fault, each naming its key path.
-    #[test]
-    fn config_errors_are_precise((text, want) in document()) {
+/// A well-formed document with random keys and values: exactly the errors it must cause, each
+/// on the line of the key or value at fault, each naming its key path. (A document that must
+/// cause none checks only that it causes none: the count is of documents with errors to find.)
+#[test]
+fn config_errors_are_precise() {
+    counted("config_errors_are_precise", 256, 49, document(), |(text, want)| {
         let got = match Config::check(&text, Path::new("/nonexistent/dir/toolhost.toml")) {
             Ok(_) => Vec::new(),
             Err(errors) => errors,
         };
-        let shown = || got.iter().map(|e| format!("{}:{}: {}", e.line, e.column, e.message)).collect::<Vec<_>>().join("\n");
+        let shown =
+            || got.iter().map(|e| format!("{}:{}: {}", e.line, e.column, e.message)).collect::<Vec<_>>().join("\n");
         prop_assert_eq!(got.len(), want.len(), "want {:#?}\ngot:\n{}\nin:\n{}", want, shown(), text);
         // Errors come sorted by position; on one line, in the order their keys or elements
         // appear, which is the order `want` lists them in but for the grant's `net` errors
@@ -531,7 +577,8 @@ proptest! {
             Ok(_) => prop_assert!(got.is_empty()),
             Err(e) => prop_assert_eq!(&e, &got[0]),
         }
-    }
+        Ok(!want.is_empty())
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -591,59 +638,6 @@ fn good_rule() -> impl Strategy<Value = Rule> {
 proptest! {
     #![proptest_config(config(256))]
 
-    /// Any string: a rule or an error naming it; never a panic.
-    #[test]
-    fn any_string_parses_to_a_rule_or_an_error(text in prop_oneof![rule_text(), "\\PC{0,30}", any::<String>()]) {
-        match text.parse::<Rule>() {
-            Ok(rule) => {
-                prop_assert!(!rule.tool.is_empty() && rule.tool.len() <= 64);
-                // What it prints parses back to the same rule, and prints the same.
-                let shown = rule.to_string();
-                let again: Rule = shown.parse().map_err(|e| TestCaseError::fail(format!("{shown:?}: {e}")))?;
-                prop_assert_eq!(&again, &rule);
-                prop_assert_eq!(again.to_string(), shown);
-            }
-            Err(e) => {
-                prop_assert_eq!(&e.rule, &text);
-                prop_assert!(!e.reason.is_empty());
-            }
-        }
-    }
-
-    /// The same rule text in deny and allow: deny wins, whatever the mode, the request or the
-    /// hook's answer; the allow copy changes nothing at all.
-    #[test]
-    fn deny_wins_over_allow_for_the_same_rule(
-        rule in good_rule(),
-        other_tool in tool_name(),
-        subject in prop::option::of(subject()),
-        read_only in any::<bool>(),
-        inside in any::<bool>(),
-        mode in mode(),
-        hook in hook_answer(),
-        same_tool in any::<bool>(),
-    ) {
-        let tool = if same_tool { rule.tool.clone() } else { other_tool };
-        let req = Request {
-            tool: &tool,
-            subject: subject.as_ref().map(|(v, k)| (v.as_str(), *k)),
-            read_only,
-            grant_inside_workspace: inside,
-        };
-        let both = Rules { allow: vec![rule.clone()], deny: vec![rule.clone()], ..Rules::default() };
-        let deny = Rules { deny: vec![rule.clone()], ..Rules::default() };
-        let (d_both, why_both) = both.decide_with_hook(mode, &req, ws(), hook);
-        let (d_deny, why_deny) = deny.decide_with_hook(mode, &req, ws(), hook);
-        prop_assert_eq!((d_both, &why_both), (d_deny, &why_deny));
-        if rule.matches(&tool, req.subject, ws()) {
-            prop_assert_eq!(d_both, Decision::Deny, "{} matches but {}", rule, why_both);
-        }
-        // Neither an ask rule nor any number of allow rules gets past it.
-        let all = Rules { allow: vec![rule.clone()], ask: vec![rule.clone()], deny: vec![rule.clone()] };
-        prop_assert_eq!(all.decide_with_hook(mode, &req, ws(), hook).0 == Decision::Deny, d_deny == Decision::Deny);
-    }
-
-
     /// Matching never panics, whatever the subject (bad URLs, odd paths, any text).
     #[test]
     fn matching_any_subject_is_total(rule in good_rule(), subject in subject(), text in any::<String>()) {
@@ -682,6 +676,116 @@ proptest! {
     }
 }
 
+/// Any string: a rule or an error naming it; never a panic. The count is of strings that are
+/// rules, whose printing is checked.
+#[test]
+fn any_string_parses_to_a_rule_or_an_error() {
+    let strategy = prop_oneof![rule_text(), "\\PC{0,30}", any::<String>()];
+    counted("any_string_parses_to_a_rule_or_an_error", 256, 7, strategy, |text| match text.parse::<Rule>() {
+        Ok(rule) => {
+            prop_assert!(!rule.tool.is_empty() && rule.tool.len() <= 64);
+            // What it prints parses back to the same rule, and prints the same.
+            let shown = rule.to_string();
+            let again: Rule = shown.parse().map_err(|e| TestCaseError::fail(format!("{shown:?}: {e}")))?;
+            prop_assert_eq!(&again, &rule);
+            prop_assert_eq!(again.to_string(), shown);
+            Ok(true)
+        }
+        Err(e) => {
+            prop_assert_eq!(&e.rule, &text);
+            prop_assert!(!e.reason.is_empty());
+            Ok(false)
+        }
+    });
+}
+
+/// The same rule text in deny and allow: deny wins, whatever the mode, the request or the hook's
+/// answer; the allow copy changes nothing at all. The count is of calls the rule matches.
+#[test]
+fn deny_wins_over_allow_for_the_same_rule() {
+    let strategy = (
+        good_rule(),
+        tool_name(),
+        prop::option::of(subject()),
+        any::<bool>(),
+        any::<bool>(),
+        mode(),
+        hook_answer(),
+        any::<bool>(),
+    );
+    counted(
+        "deny_wins_over_allow_for_the_same_rule",
+        256,
+        14,
+        strategy,
+        |(rule, other_tool, subject, read_only, inside, mode, hook, same_tool)| {
+            let tool = if same_tool { rule.tool.clone() } else { other_tool };
+            let req = Request {
+                tool: &tool,
+                subject: subject.as_ref().map(|(v, k)| (v.as_str(), *k)),
+                read_only,
+                grant_inside_workspace: inside,
+            };
+            let both = Rules { allow: vec![rule.clone()], deny: vec![rule.clone()], ..Rules::default() };
+            let deny = Rules { deny: vec![rule.clone()], ..Rules::default() };
+            let (d_both, why_both) = both.decide_with_hook(mode, &req, ws(), hook);
+            let (d_deny, why_deny) = deny.decide_with_hook(mode, &req, ws(), hook);
+            prop_assert_eq!((d_both, &why_both), (d_deny, &why_deny));
+            // Neither an ask rule nor any number of allow rules gets past it.
+            let all = Rules { allow: vec![rule.clone()], ask: vec![rule.clone()], deny: vec![rule.clone()] };
+            prop_assert_eq!(all.decide_with_hook(mode, &req, ws(), hook).0 == Decision::Deny, d_deny == Decision::Deny);
+            if !rule.matches(&tool, req.subject, ws()) {
+                return Ok(false);
+            }
+            prop_assert_eq!(d_both, Decision::Deny, "{} matches but {}", rule, why_both);
+            Ok(true)
+        },
+    );
+}
+
+/// A call refused by a deny rule stays refused whatever allow and ask rules are added and
+/// whatever a hook answers.
+#[test]
+fn nothing_overrides_a_deny_rule() {
+    let strategy = (
+        prop::collection::vec(good_rule(), 1..4),
+        prop::collection::vec(good_rule(), 0..4),
+        (tool_name(), prop::option::of(subject())),
+        any::<bool>(),
+        any::<bool>(),
+        mode(),
+        hook_answer(),
+    )
+        // Half the calls are of the first deny rule's tool, so that the rule often applies.
+        .prop_map(|(deny, extra, (tool, subject), ruled, read_only, mode, hook)| {
+            let tool = if ruled { deny[0].tool.clone() } else { tool };
+            (deny, extra, (tool, subject), read_only, mode, hook)
+        });
+    counted(
+        "nothing_overrides_a_deny_rule",
+        256,
+        12,
+        strategy,
+        |(deny, extra, (tool, subject), read_only, mode, hook)| {
+            let req = Request {
+                tool: &tool,
+                subject: subject.as_ref().map(|(v, k)| (v.as_str(), *k)),
+                read_only,
+                grant_inside_workspace: true,
+            };
+            let base = Rules { deny: deny.clone(), ..Rules::default() };
+            let verdict = base.verdict(mode, &req, ws(), None);
+            if verdict.decision != Decision::Deny || verdict.by != DecidedBy::Rule {
+                return Ok(false);
+            }
+            let more = Rules { allow: extra.clone(), ask: extra, deny };
+            let (d2, why2) = more.decide_with_hook(mode, &req, ws(), hook);
+            prop_assert_eq!(d2, Decision::Deny, "{} became {}", verdict.reason, why2);
+            Ok(true)
+        },
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Path patterns.
 
@@ -707,8 +811,6 @@ fn escape_glob(s: &str) -> String {
 proptest! {
     #![proptest_config(config(256))]
 
-
-
     /// A pattern without glob characters, escaped or not, names exactly its path and what is
     /// inside it.
     #[test]
@@ -725,20 +827,79 @@ proptest! {
     }
 }
 
+/// Any string compiles or is refused, never a panic; a compiled pattern prints as written.
+#[test]
+fn any_string_is_a_path_pattern_or_an_error() {
+    let strategy = (prop_oneof![pattern_text(), any::<String>()], absolute_path());
+    counted("any_string_is_a_path_pattern_or_an_error", 256, 20, strategy, |(text, path)| {
+        let Ok(p) = PathPattern::new(&text) else { return Ok(false) };
+        prop_assert_eq!(p.as_str(), text.as_str());
+        prop_assert_eq!(PathPattern::new(&p.to_string()).ok(), Some(p.clone()));
+        let _ = p.matches(&path, ws());
+        Ok(true)
+    });
+}
+
+/// A relative pattern matches only strictly inside the workspace; no pattern matches its base
+/// itself; whatever matches covers what is inside it. The count is of matches and of paths
+/// that are the pattern's base.
+#[test]
+fn path_patterns_stay_in_their_base() {
+    // A third of the paths are the pattern's own text with its glob characters made plain, so
+    // that matches are common, and a third are a base (the workspace or `/`), which no pattern
+    // may match; some patterns match anything, so that matching the base would show.
+    let anything = prop::sample::select(vec!["**", "*", "**/*", "//**", "//*"]).prop_map(str::to_string);
+    let text = prop_oneof![4 => pattern_text(), 1 => anything];
+    let strategy =
+        (text, absolute_path(), 0u8..3, any::<bool>(), "[a-z]{1,3}").prop_map(|(text, other, which, root, child)| {
+            let plain: String = text.chars().map(|c| if "*?[]{}".contains(c) { 'a' } else { c }).collect();
+            let path = match which {
+                0 => normalize(&ws().join(plain.trim_start_matches("./"))),
+                1 => other,
+                _ if root => PathBuf::from("/"),
+                _ => ws().to_path_buf(),
+            };
+            (text, path, child)
+        });
+    counted("path_patterns_stay_in_their_base", 256, 18, strategy, |(text, path, child)| {
+        let Ok(p) = PathPattern::new(&text) else { return Ok(false) };
+        let hit = p.matches(&path, ws());
+        let base = if p.is_absolute() { Path::new("/") } else { ws() };
+        prop_assert!(!hit || path != base, "{text} matched its base {}", path.display());
+        if !p.is_absolute() {
+            prop_assert!(!hit || path.starts_with(ws()), "{text} matched {}", path.display());
+        }
+        if hit {
+            prop_assert!(p.matches(&path.join(&child), ws()), "{text} matches {} but not inside it", path.display());
+        }
+        Ok(hit || path == base)
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hook matchers.
 
+/// Any string: a matcher or an error naming it; never a panic, whatever it is matched against.
+/// The count is of strings refused, whose error is checked.
+#[test]
+fn any_string_is_a_matcher_or_an_error() {
+    let text = prop_oneof!["[A-Za-z|.*()\\[\\]^$+?{}\\\\ 0-9]{0,16}", any::<String>()];
+    counted("any_string_is_a_matcher_or_an_error", 256, 25, (text, "\\PC{0,10}"), |(text, tool)| {
+        match text.parse::<HookMatcher>() {
+            Ok(m) => {
+                let _ = m.matches(&tool);
+                Ok(false)
+            }
+            Err(e) => {
+                prop_assert!(e.to_string().contains(&format!("{:?}", text.trim())), "{e}");
+                Ok(true)
+            }
+        }
+    });
+}
+
 proptest! {
     #![proptest_config(config(256))]
-
-    /// Any string: a matcher or an error naming it; never a panic, whatever it is matched against.
-    #[test]
-    fn any_string_is_a_matcher_or_an_error(text in prop_oneof!["[A-Za-z|.*()\\[\\]^$+?{}\\\\ 0-9]{0,16}", any::<String>()], tool in "\\PC{0,10}") {
-        match text.parse::<HookMatcher>() {
-            Ok(m) => { let _ = m.matches(&tool); }
-            Err(e) => prop_assert!(e.to_string().contains(&format!("{:?}", text.trim())), "{e}"),
-        }
-    }
 
     /// A list of names matches exactly those names.
     #[test]
@@ -827,332 +988,34 @@ fn net_pattern() -> impl Strategy<Value = NetPattern> {
 proptest! {
     #![proptest_config(config(256))]
 
-    /// Any string: a pattern or an error naming it; what a pattern prints parses back to it.
-    #[test]
-    fn any_string_is_a_net_pattern_or_an_error(text in prop_oneof![net_text(), any::<String>()], h in host(), p in port()) {
-        match text.parse::<NetPattern>() {
-            Ok(pattern) => {
-                let shown = pattern.to_string();
-                let again = shown.parse::<NetPattern>();
-                prop_assert_eq!(again.as_ref(), Ok(&pattern), "{:?} printed as {:?}", text, shown);
-                let _ = pattern.matches(&h, p);
-            }
-            Err(e) => prop_assert_eq!(&e.pattern, &text),
-        }
-    }
-
-
-
     /// Host names compare without case and without a trailing dot.
     #[test]
     fn names_compare_without_case_or_trailing_dot(pattern in net_pattern(), h in host_name(), p in port()) {
         let variant = format!("{}.", h.to_ascii_uppercase());
         prop_assert_eq!(pattern.matches(&h, p), pattern.matches(&variant, p));
     }
-
 }
 
-/// Found by the `patterns` fuzz target: `[*]` parsed as "any host, web ports" and printed as
-/// `*`, which is any port. Brackets hold an IPv6 address only.
+/// Any string: a pattern or an error naming it; what a pattern prints parses back to it. The
+/// count is of strings that are patterns, whose printing is checked.
 #[test]
-fn brackets_hold_only_an_ipv6_address() {
-    for bad in ["[*]", "[*]:80", "[example.com]", "[1.2.3.4]:80", "[]"] {
-        assert!(bad.parse::<NetPattern>().is_err(), "{bad:?} parsed");
-    }
-    for good in ["[::1]", "[::1]:8080", "[::ffff:1.2.3.4]:*"] {
-        let p: NetPattern = good.parse().unwrap();
-        assert_eq!(p.to_string().parse::<NetPattern>(), Ok(p), "{good:?}");
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The path policy (the lexical part of the filesystem guard).
-
-fn access() -> impl Strategy<Value = FsAccess> {
-    prop::sample::select(vec![FsAccess::Read, FsAccess::Write, FsAccess::Replace])
-}
-
-/// A path with `.`, `..`, empty components, relative or absolute.
-fn messy_path() -> impl Strategy<Value = String> {
-    let component = prop::sample::select(vec![
-        "w",
-        "s",
-        ".git",
-        "hooks",
-        "pre-commit",
-        "secrets",
-        "key",
-        "toolhost.toml",
-        ".toolhost",
-        "src",
-        "..",
-        ".",
-        "",
-        ".envrc",
-        "etc",
-        "passwd",
-    ]);
-    (prop::sample::select(vec!["/", "/w/s/", "", "./"]), prop::collection::vec(component, 0..7))
-        .prop_map(|(start, parts)| format!("{start}{}", parts.join("/")))
-}
-
-fn path_policy() -> PathPolicy {
-    let mut p = PathPolicy::new(ws());
-    p.protect("/w/s/toolhost.toml".into(), "the config file", false);
-    p.protect(".toolhost".into(), "its state directory", false);
-    p.protect("/var/cache/toolhost".into(), "the compile cache", true);
-    p.ask_before_writing(toolhost_policy::DEFAULT_ASK_BEFORE_WRITING).unwrap();
-    let rules: Vec<Rule> = ["Read(secrets/**)", "Edit(src/key)", "Write(//etc/**)", "Read(//w/s/.git/config)"]
-        .iter()
-        .map(|r| r.parse().unwrap())
-        .collect();
-    p.deny_rules(&rules, "Hostile", true);
-    p
-}
-
-/// A refusal without its path (which is the path as given), for comparing two spellings.
-fn kind(r: Result<(), FsRefusal>) -> String {
-    match r {
-        Ok(()) => "ok".into(),
-        Err(FsRefusal::Protected { what, .. }) => format!("protected: {what}"),
-        Err(FsRefusal::Denied { rule, .. }) => format!("denied: {rule}"),
-        Err(FsRefusal::NeedsAsk { pattern, .. }) => format!("ask: {pattern}"),
-        Err(other) => format!("{other:?}"),
-    }
-}
-
-proptest! {
-    #![proptest_config(config(256))]
-
-    /// A path is judged as the path it names, however it is spelled (`.`, `..`, `//`,
-    /// relative): the same outcome as its normalised absolute form.
-    #[test]
-    fn path_policy_judges_the_path_named(path in messy_path(), access in access()) {
-        let policy = path_policy();
-        let named = normalize(&ws().join(&path));
-        let as_given = kind(policy.check(Path::new(&path), access, &[]));
-        let normal = kind(policy.check(&named, access, &[]));
-        prop_assert_eq!(&as_given, &normal, "{:?} (= {}) {:?}", path, named.display(), access);
-        prop_assert_eq!(
-            policy.needs_ask(Path::new(&path)),
-            policy.needs_ask(&named),
-            "{:?} (= {})", path, named.display()
-        );
-    }
-
-    /// Reads are refused only by protected-and-hidden paths and deny rules; a refused read is
-    /// refused for writes too; an approval passes only an ask.
-    #[test]
-    fn path_policy_orders_its_refusals(path in messy_path()) {
-        let policy = path_policy();
-        let path = Path::new(&path);
-        let read = policy.check(path, FsAccess::Read, &[]);
-        let write = policy.check(path, FsAccess::Write, &[]);
-        let replace = policy.check(path, FsAccess::Replace, &[]);
-        if read.is_err() {
-            prop_assert!(write.is_err() && replace.is_err(), "{}: read refused, write not", path.display());
-        }
-        if write.is_err() {
-            prop_assert!(replace.is_err(), "{}: write refused, replace not", path.display());
-        }
-        let named = normalize(&ws().join(path));
-        let approved = policy.check(path, FsAccess::Write, &[named]);
-        match write {
-            Err(FsRefusal::NeedsAsk { .. }) => prop_assert!(approved.is_ok()),
-            other => prop_assert_eq!(kind(approved), kind(other)),
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// URL subjects: the host a rule judges is the host the fetch reaches.
-
-/// A host spelled as people and attackers spell it: case, a trailing dot, percent-encoded
-/// letters, Unicode (IDNA) or punycode, IPv4 in other bases.
-fn host_spelling() -> impl Strategy<Value = (String, String)> {
-    // (the host as a rule names it, a spelling of it in a URL)
-    let name = prop::sample::select(vec!["h.test", "api.example.com", "bücher.example", "xn--bcher-kva.example"]);
-    prop_oneof![
-        (name, prop::collection::vec(0u8..4, 1..20), any::<bool>()).prop_map(|(h, how, dot)| {
-            let mut out = String::new();
-            for (i, c) in h.chars().enumerate() {
-                match how[i % how.len()] {
-                    0 => out.push(c),
-                    1 => out.extend(c.to_uppercase()),
-                    2 if c.is_ascii_alphanumeric() => out.push_str(&format!("%{:02X}", c as u32)),
-                    _ => out.push(c),
-                }
+fn any_string_is_a_net_pattern_or_an_error() {
+    let strategy = (prop_oneof![net_text(), any::<String>()], host(), port());
+    counted("any_string_is_a_net_pattern_or_an_error", 256, 16, strategy, |(text, h, p)| {
+        match text.parse::<NetPattern>() {
+            Ok(pattern) => {
+                let shown = pattern.to_string();
+                let again = shown.parse::<NetPattern>();
+                prop_assert_eq!(again.as_ref(), Ok(&pattern), "{:?} printed as {:?}", text, shown);
+                let _ = pattern.matches(&h, p);
+                Ok(true)
             }
-            if dot {
-                out.push('.');
+            Err(e) => {
+                prop_assert_eq!(&e.pattern, &text);
+                Ok(false)
             }
-            (h.to_string(), out)
-        }),
-        prop::sample::select(vec![
-            ("127.0.0.1", "0x7f.1"),
-            ("127.0.0.1", "2130706433"),
-            ("127.0.0.1", "0177.0.0.1"),
-            ("10.1.2.3", "10.0x102.3"),
-            ("::1", "[0:0::1]"),
-            ("::ffff:1.2.3.4", "[::ffff:102:304]"),
-        ])
-        .prop_map(|(h, s)| (h.to_string(), s.to_string())),
-    ]
-}
-
-/// A URL around a host spelling, with what the WHATWG parser forgives or reads its own way:
-/// spaces and controls around it, tabs inside, any scheme case, `\` for `/`, user info that
-/// holds another host, a port.
-fn url_around(host: String) -> impl Strategy<Value = String> {
-    (
-        prop::sample::select(vec!["", " ", "\t", "\n ", "\u{1}", "\u{3000}", "\u{feff}"]),
-        prop::sample::select(vec!["http", "HTTP", "https", "hTtPs", "ht\ttp"]),
-        prop::sample::select(vec!["://", ":", ":/", ":\\\\", ":/\\", "://\\"]),
-        prop::sample::select(vec!["", "user@", "decoy.test@", "a:b@", "decoy.test:80\\@"]),
-        prop::sample::select(vec!["", ":80", ":8080", ":443"]),
-        prop::sample::select(vec!["", "/", "/x?y#z", "\\@decoy.test/", "@decoy.test/", "#@decoy.test"]),
-        prop::sample::select(vec!["", " ", "\t"]),
-    )
-        .prop_map(move |(pre, scheme, sep, user, port, path, post)| {
-            format!("{pre}{scheme}{sep}{user}{host}{port}{path}{post}")
-        })
-}
-
-/// What WebFetch reaches for a URL it is given: its own parse (`url::Url::parse` of the
-/// trimmed input), the host normalised as network grants compare hosts.
-fn fetched_host(value: &str) -> Option<String> {
-    let url = url::Url::parse(value.trim()).ok()?;
-    let host = match url.host()? {
-        url::Host::Domain(d) => d.to_string(),
-        url::Host::Ipv4(ip) => ip.to_string(),
-        url::Host::Ipv6(ip) => ip.to_string(),
-    };
-    Some(host.trim_end_matches('.').to_ascii_lowercase())
-}
-
-fn ascii_host(h: &str) -> String {
-    match url::Host::parse(h) {
-        Ok(url::Host::Domain(d)) => d,
-        _ => h.to_string(),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Properties whose check applies to some inputs only. Each returns whether its input reached
-// the check, and [`counted`] fails when too few did: a property whose check is never reached
-// would pass against any build.
-
-/// Run `property` on `cases` inputs of `strategy` (as `config` says); `property` returns
-/// whether the input reached the part that checks something. Fails on a counterexample (shrunk)
-/// and when fewer than `min_percent` % of the cases reached the check (each minimum is about
-/// half the share measured with 256 cases, so chance does not fail it).
-fn counted<S: Strategy>(
-    name: &str,
-    cases: u32,
-    min_percent: u32,
-    strategy: S,
-    property: impl Fn(S::Value) -> Result<bool, TestCaseError>,
-) {
-    let mut runner = proptest::test_runner::TestRunner::new(config(cases));
-    let (reached, total) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
-    let outcome = runner.run(&strategy, |value| {
-        total.set(total.get() + 1);
-        if property(value)? {
-            reached.set(reached.get() + 1);
         }
-        Ok(())
     });
-    if let Err(e) = outcome {
-        panic!("{name}: {e}");
-    }
-    let (reached, total) = (reached.get(), total.get());
-    assert!(
-        reached * 100 >= total * min_percent,
-        "{name}: only {reached} of {total} cases reached the check (at least {min_percent} % must)"
-    );
-}
-
-/// Any string compiles or is refused, never a panic; a compiled pattern prints as written.
-#[test]
-fn any_string_is_a_path_pattern_or_an_error() {
-    let strategy = (prop_oneof![pattern_text(), any::<String>()], absolute_path());
-    counted("any_string_is_a_path_pattern_or_an_error", 256, 20, strategy, |(text, path)| {
-        let Ok(p) = PathPattern::new(&text) else { return Ok(false) };
-        prop_assert_eq!(p.as_str(), text.as_str());
-        prop_assert_eq!(PathPattern::new(&p.to_string()).ok(), Some(p.clone()));
-        let _ = p.matches(&path, ws());
-        Ok(true)
-    });
-}
-
-/// A relative pattern matches only strictly inside the workspace; no pattern matches its base
-/// itself; whatever matches covers what is inside it.
-#[test]
-fn path_patterns_stay_in_their_base() {
-    // Half the paths are the pattern's own text with its glob characters made plain, so that
-    // matches are common.
-    let strategy =
-        (pattern_text(), absolute_path(), any::<bool>(), "[a-z]{1,3}").prop_map(|(text, other, own, child)| {
-            let plain: String = text.chars().map(|c| if "*?[]{}".contains(c) { 'a' } else { c }).collect();
-            let path = if own { normalize(&ws().join(plain.trim_start_matches("./"))) } else { other };
-            (text, path, child)
-        });
-    counted("path_patterns_stay_in_their_base", 256, 8, strategy, |(text, path, child)| {
-        let Ok(p) = PathPattern::new(&text) else { return Ok(false) };
-        let hit = p.matches(&path, ws());
-        if !p.is_absolute() {
-            prop_assert!(!hit || (path.starts_with(ws()) && path != ws()), "{text} matched {}", path.display());
-        } else {
-            prop_assert!(path != Path::new("/") || !hit);
-        }
-        if hit {
-            prop_assert!(p.matches(&path.join(&child), ws()), "{text} matches {} but not inside it", path.display());
-        }
-        Ok(hit)
-    });
-}
-
-/// A call refused by a deny rule stays refused whatever allow and ask rules are added and
-/// whatever a hook answers.
-#[test]
-fn nothing_overrides_a_deny_rule() {
-    let strategy = (
-        prop::collection::vec(good_rule(), 1..4),
-        prop::collection::vec(good_rule(), 0..4),
-        (tool_name(), prop::option::of(subject())),
-        any::<bool>(),
-        any::<bool>(),
-        mode(),
-        hook_answer(),
-    )
-        // Half the calls are of the first deny rule's tool, so that the rule often applies.
-        .prop_map(|(deny, extra, (tool, subject), ruled, read_only, mode, hook)| {
-            let tool = if ruled { deny[0].tool.clone() } else { tool };
-            (deny, extra, (tool, subject), read_only, mode, hook)
-        });
-    counted(
-        "nothing_overrides_a_deny_rule",
-        256,
-        12,
-        strategy,
-        |(deny, extra, (tool, subject), read_only, mode, hook)| {
-            let req = Request {
-                tool: &tool,
-                subject: subject.as_ref().map(|(v, k)| (v.as_str(), *k)),
-                read_only,
-                grant_inside_workspace: true,
-            };
-            let base = Rules { deny: deny.clone(), ..Rules::default() };
-            let verdict = base.verdict(mode, &req, ws(), None);
-            if verdict.decision != Decision::Deny || verdict.by != DecidedBy::Rule {
-                return Ok(false);
-            }
-            let more = Rules { allow: extra.clone(), ask: extra, deny };
-            let (d2, why2) = more.decide_with_hook(mode, &req, ws(), hook);
-            prop_assert_eq!(d2, Decision::Deny, "{} became {}", verdict.reason, why2);
-            Ok(true)
-        },
-    );
 }
 
 /// A pattern without a port admits the web ports and nothing else.
@@ -1252,6 +1115,225 @@ fn covers_is_consistent_with_matching() {
         }
         Ok(true)
     });
+}
+
+/// Found by the `patterns` fuzz target: `[*]` parsed as "any host, web ports" and printed as
+/// `*`, which is any port. Brackets hold an IPv6 address only.
+#[test]
+fn brackets_hold_only_an_ipv6_address() {
+    for bad in ["[*]", "[*]:80", "[example.com]", "[1.2.3.4]:80", "[]"] {
+        assert!(bad.parse::<NetPattern>().is_err(), "{bad:?} parsed");
+    }
+    for good in ["[::1]", "[::1]:8080", "[::ffff:1.2.3.4]:*"] {
+        let p: NetPattern = good.parse().unwrap();
+        assert_eq!(p.to_string().parse::<NetPattern>(), Ok(p), "{good:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The path policy (the lexical part of the filesystem guard).
+
+fn access() -> impl Strategy<Value = FsAccess> {
+    prop::sample::select(vec![FsAccess::Read, FsAccess::Write, FsAccess::Replace])
+}
+
+/// A path with `.`, `..`, empty components, relative or absolute.
+fn messy_path() -> impl Strategy<Value = String> {
+    let component = prop::sample::select(vec![
+        "w",
+        "s",
+        ".git",
+        "hooks",
+        "pre-commit",
+        "secrets",
+        "key",
+        "toolhost.toml",
+        ".toolhost",
+        "src",
+        "..",
+        ".",
+        "",
+        ".envrc",
+        "etc",
+        "passwd",
+    ]);
+    let random = (prop::sample::select(vec!["/", "/w/s/", "", "./"]), prop::collection::vec(component, 0..7))
+        .prop_map(|(start, parts)| format!("{start}{}", parts.join("/")));
+    // A path [`path_policy`] has something to say about (a deny rule, a protected path, an
+    // ask), spelled another way: relative or not, with `.`, `x/..` and `//` between its
+    // components. Random components alone rarely spell one, so that refusals would be rare.
+    let target = prop::sample::select(vec![
+        "/w/s/secrets/key",
+        "/w/s/secrets/a/b",
+        "/w/s/.git/config",
+        "/w/s/.git/hooks/pre-commit",
+        "/w/s/sub/.git/hooks",
+        "/w/s/.envrc",
+        "/w/s/toolhost.toml",
+        "/w/s/.toolhost/state",
+        "/w/s/src/key",
+        "/var/cache/toolhost/x",
+        "/etc/passwd",
+    ]);
+    let noise = prop::collection::vec(prop::sample::select(vec!["", "", "./", "x/../", "/"]), 6);
+    let spelled =
+        (target, prop::sample::select(vec!["/", "", "./", "../s/"]), noise).prop_map(|(target, root, noise)| {
+            // Only a path inside the workspace can be spelled relative to it.
+            let (root, rest) = match target.strip_prefix("/w/s/") {
+                Some(rest) if root != "/" => (root, rest),
+                _ => ("/", &target[1..]),
+            };
+            let parts: Vec<String> =
+                rest.split('/').zip(noise.iter().cycle()).map(|(c, n)| format!("{n}{c}")).collect();
+            format!("{root}{}", parts.join("/"))
+        });
+    prop_oneof![random, spelled]
+}
+
+fn path_policy() -> PathPolicy {
+    let mut p = PathPolicy::new(ws());
+    p.protect("/w/s/toolhost.toml".into(), "the config file", false);
+    p.protect(".toolhost".into(), "its state directory", false);
+    p.protect("/var/cache/toolhost".into(), "the compile cache", true);
+    p.ask_before_writing(toolhost_policy::DEFAULT_ASK_BEFORE_WRITING).unwrap();
+    let rules: Vec<Rule> = ["Read(secrets/**)", "Edit(src/key)", "Write(//etc/**)", "Read(//w/s/.git/config)"]
+        .iter()
+        .map(|r| r.parse().unwrap())
+        .collect();
+    p.deny_rules(&rules, "Hostile", true);
+    p
+}
+
+/// A refusal without its path (which is the path as given), for comparing two spellings.
+fn kind(r: Result<(), FsRefusal>) -> String {
+    match r {
+        Ok(()) => "ok".into(),
+        Err(FsRefusal::Protected { what, .. }) => format!("protected: {what}"),
+        Err(FsRefusal::Denied { rule, .. }) => format!("denied: {rule}"),
+        Err(FsRefusal::NeedsAsk { pattern, .. }) => format!("ask: {pattern}"),
+        Err(other) => format!("{other:?}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// A path is judged as the path it names, however it is spelled (`.`, `..`, `//`,
+    /// relative): the same outcome as its normalised absolute form.
+    #[test]
+    fn path_policy_judges_the_path_named(path in messy_path(), access in access()) {
+        let policy = path_policy();
+        let named = normalize(&ws().join(&path));
+        let as_given = kind(policy.check(Path::new(&path), access, &[]));
+        let normal = kind(policy.check(&named, access, &[]));
+        prop_assert_eq!(&as_given, &normal, "{:?} (= {}) {:?}", path, named.display(), access);
+        prop_assert_eq!(
+            policy.needs_ask(Path::new(&path)),
+            policy.needs_ask(&named),
+            "{:?} (= {})", path, named.display()
+        );
+    }
+}
+
+/// Reads are refused only by protected-and-hidden paths and deny rules; a refused read is
+/// refused for writes too; an approval passes only an ask. The count is of paths whose write
+/// is refused.
+#[test]
+fn path_policy_orders_its_refusals() {
+    counted("path_policy_orders_its_refusals", 256, 28, messy_path(), |path| {
+        let policy = path_policy();
+        let path = Path::new(&path);
+        let read = policy.check(path, FsAccess::Read, &[]);
+        let write = policy.check(path, FsAccess::Write, &[]);
+        let replace = policy.check(path, FsAccess::Replace, &[]);
+        if read.is_err() {
+            prop_assert!(write.is_err() && replace.is_err(), "{}: read refused, write not", path.display());
+        }
+        if write.is_err() {
+            prop_assert!(replace.is_err(), "{}: write refused, replace not", path.display());
+        }
+        let named = normalize(&ws().join(path));
+        let approved = policy.check(path, FsAccess::Write, &[named]);
+        let refused = write.is_err();
+        match write {
+            Err(FsRefusal::NeedsAsk { .. }) => prop_assert!(approved.is_ok()),
+            other => prop_assert_eq!(kind(approved), kind(other)),
+        }
+        Ok(refused)
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// URL subjects: the host a rule judges is the host the fetch reaches.
+
+/// A host spelled as people and attackers spell it: case, a trailing dot, percent-encoded
+/// letters, Unicode (IDNA) or punycode, IPv4 in other bases.
+fn host_spelling() -> impl Strategy<Value = (String, String)> {
+    // (the host as a rule names it, a spelling of it in a URL)
+    let name = prop::sample::select(vec!["h.test", "api.example.com", "bücher.example", "xn--bcher-kva.example"]);
+    prop_oneof![
+        (name, prop::collection::vec(0u8..4, 1..20), any::<bool>()).prop_map(|(h, how, dot)| {
+            let mut out = String::new();
+            for (i, c) in h.chars().enumerate() {
+                match how[i % how.len()] {
+                    0 => out.push(c),
+                    1 => out.extend(c.to_uppercase()),
+                    2 if c.is_ascii_alphanumeric() => out.push_str(&format!("%{:02X}", c as u32)),
+                    _ => out.push(c),
+                }
+            }
+            if dot {
+                out.push('.');
+            }
+            (h.to_string(), out)
+        }),
+        prop::sample::select(vec![
+            ("127.0.0.1", "0x7f.1"),
+            ("127.0.0.1", "2130706433"),
+            ("127.0.0.1", "0177.0.0.1"),
+            ("10.1.2.3", "10.0x102.3"),
+            ("::1", "[0:0::1]"),
+            ("::ffff:1.2.3.4", "[::ffff:102:304]"),
+        ])
+        .prop_map(|(h, s)| (h.to_string(), s.to_string())),
+    ]
+}
+
+/// A URL around a host spelling, with what the WHATWG parser forgives or reads its own way:
+/// spaces and controls around it, tabs inside, any scheme case, `\` for `/`, user info that
+/// holds another host, a port.
+fn url_around(host: String) -> impl Strategy<Value = String> {
+    (
+        prop::sample::select(vec!["", " ", "\t", "\n ", "\u{1}", "\u{3000}", "\u{feff}"]),
+        prop::sample::select(vec!["http", "HTTP", "https", "hTtPs", "ht\ttp"]),
+        prop::sample::select(vec!["://", ":", ":/", ":\\\\", ":/\\", "://\\"]),
+        prop::sample::select(vec!["", "user@", "decoy.test@", "a:b@", "decoy.test:80\\@"]),
+        prop::sample::select(vec!["", ":80", ":8080", ":443"]),
+        prop::sample::select(vec!["", "/", "/x?y#z", "\\@decoy.test/", "@decoy.test/", "#@decoy.test"]),
+        prop::sample::select(vec!["", " ", "\t"]),
+    )
+        .prop_map(move |(pre, scheme, sep, user, port, path, post)| {
+            format!("{pre}{scheme}{sep}{user}{host}{port}{path}{post}")
+        })
+}
+
+/// What WebFetch reaches for a URL it is given: its own parse (`url::Url::parse` of the
+/// trimmed input), the host normalised as network grants compare hosts.
+fn fetched_host(value: &str) -> Option<String> {
+    let url = url::Url::parse(value.trim()).ok()?;
+    let host = match url.host()? {
+        url::Host::Domain(d) => d.to_string(),
+        url::Host::Ipv4(ip) => ip.to_string(),
+        url::Host::Ipv6(ip) => ip.to_string(),
+    };
+    Some(host.trim_end_matches('.').to_ascii_lowercase())
+}
+
+fn ascii_host(h: &str) -> String {
+    match url::Host::parse(h) {
+        Ok(url::Host::Domain(d)) => d,
+        _ => h.to_string(),
+    }
 }
 
 /// With `deny = ["WebFetch(domain:H)"]`, no spelling of a URL is both allowed and fetched from
