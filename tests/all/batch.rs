@@ -196,7 +196,7 @@ async fn max_concurrency_below_one_is_an_error_not_a_hang() {
         .max_concurrency(0)
         .build()
         .unwrap_err();
-    assert!(err.to_string().contains("max_concurrency"), "{err}");
+    assert!(toolhost::error_text(&err).contains("max_concurrency"), "{err}");
     assert!(matches!(err, toolhost::Error::Config(toolhost::SettingError::ZeroConcurrency)), "{err:?}");
 }
 

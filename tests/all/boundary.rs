@@ -132,7 +132,8 @@ grant = { fs_read = ["docs"] }
 
     // A new runtime refuses the grant, naming both paths.
     let mut fresh = Runtime::builder().engine(engine()).workspace(&ws_path).config(config(toml)).build().unwrap();
-    let err = fresh.load(ToolSource::bytes("hostile.wasm", guests::HOSTILE)).await.unwrap_err().to_string();
+    let err = fresh.load(ToolSource::bytes("hostile.wasm", guests::HOSTILE)).await.unwrap_err();
+    let err = toolhost::error_text(&err);
     assert!(err.contains(&ws_path.join("docs").display().to_string()), "{err}");
     assert!(err.contains(&outside.path().canonicalize().unwrap().display().to_string()), "{err}");
 }
@@ -409,7 +410,8 @@ async fn a_read_only_tool_cannot_ask_to_write() {
     let ws = workspace();
     for mode in [Mode::Plan, Mode::Default, Mode::Bypass] {
         let mut rt = Runtime::builder().permission_mode(mode).engine(engine()).workspace(ws.path()).build().unwrap();
-        let err = rt.load(ToolSource::bytes("liar.wasm", guests::LIAR)).await.unwrap_err().to_string();
+        let err = rt.load(ToolSource::bytes("liar.wasm", guests::LIAR)).await.unwrap_err();
+        let err = toolhost::error_text(&err);
         assert!(err.contains("read-only") && err.contains("fs-write"), "{mode:?}: {err}");
         assert!(rt.tool("Liar").is_none());
     }

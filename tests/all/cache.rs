@@ -89,10 +89,10 @@ async fn a_grant_including_the_cache_is_refused() {
 
     let mut inside = runtime(ws.path(), &ws.path().join(".cache").join("toolhost"));
     let err = inside.load(probe()).await.expect_err("a tool granted the cache loaded");
-    let shown = err.to_string();
+    let shown = toolhost::error_text(&err);
     let Error::Load { origin, cause } = err else { panic!("expected a load error, got {shown}") };
     assert!(matches!(cause, LoadError::Grant { .. }), "{cause:?}");
-    let message = cause.to_string();
+    let message = toolhost::error_text(&cause);
     assert_eq!(origin, "probe.wasm");
     let cache_dir = inside.cache_dir().expect("the cache is in use").display().to_string();
     assert!(message.contains(&cache_dir), "the message names the cache: {message}");

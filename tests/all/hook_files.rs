@@ -26,7 +26,7 @@ async fn runtime(ws: &Path, toml: &str) -> Runtime {
 
 fn build_error(ws: &Path, toml: &str) -> String {
     match Runtime::builder().engine(engine()).workspace(ws).config(config(toml)).build() {
-        Err(e @ Error::Config(SettingError::Hook(_))) => e.to_string(),
+        Err(e @ Error::Config(SettingError::Hook(_))) => toolhost::error_text(&e),
         Err(e) => panic!("not a hook error: {e}"),
         Ok(_) => panic!("built: {toml}"),
     }

@@ -280,7 +280,8 @@ async fn a_bad_ca_file_stops_the_runtime_from_building() {
     let bad = ws.path().join("bad.pem");
     std::fs::write(&bad, "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n").unwrap();
     let toml = format!("[tls]\nca_files = [{:?}]\n", bad.display().to_string());
-    let err = Runtime::builder().workspace(ws.path()).config(config(&toml)).build().unwrap_err().to_string();
+    let err = Runtime::builder().workspace(ws.path()).config(config(&toml)).build().unwrap_err();
+    let err = toolhost::error_text(&err);
     assert!(err.starts_with("config: tls.ca_files: "), "{err}");
     assert!(err.contains("bad.pem"), "{err}");
 }

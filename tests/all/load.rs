@@ -23,9 +23,9 @@ async fn load_error(rt: &mut Runtime, source: ToolSource, label: &str) -> String
         Ok(name) => panic!("{label} loaded as tool {name}"),
         Err(err) => err,
     };
-    let shown = err.to_string();
+    let shown = toolhost::error_text(&err);
     let Error::Load { origin, cause } = err else { panic!("{label}: expected a load error, got {shown}") };
-    let message = cause.to_string();
+    let message = toolhost::error_text(&cause);
     assert_eq!(origin, label, "the error names the source: {shown}");
     assert!(shown.contains(label), "the message names the source: {shown}");
     assert!(!message.trim().is_empty(), "{shown}");
@@ -308,11 +308,10 @@ async fn a_configured_tool_set_loads_with_one_error_per_tool_that_did_not() {
         .config(config)
         .build()
         .unwrap();
-    let refused =
-        Error::Load { origin: "an installed tool".into(), cause: LoadError::Source("not in the lock".into()) };
+    let refused = Error::Load { origin: "an installed tool".into(), cause: LoadError::source("not in the lock") };
     let others = vec![ToolSource::file(ws.path().join("sleep.wasm")), Err(refused)];
     let errors = rt.load_configured(toolhost_default_tools::sources(), others).await;
-    let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    let shown: Vec<String> = errors.iter().map(|e| toolhost::error_text(e)).collect();
     assert_eq!(errors.len(), 3, "{shown:#?}");
     assert!(shown.iter().any(|e| e.contains("ghost.wasm")), "the missing file: {shown:#?}");
     assert!(shown.iter().any(|e| e.contains("an installed tool: not in the lock")), "{shown:#?}");

@@ -116,7 +116,7 @@ impl AuditLog {
         let mark = state_dir.and_then(|dir| match toolhost::pins::state_subdir(dir, "audit") {
             Ok(dir) => Some(dir.join(format!("{}.json", mark_name(path)))),
             Err(e) => {
-                eprintln!("warning: the audit log is not checked between runs: {e}");
+                eprintln!("warning: the audit log is not checked between runs: {}", toolhost::error_text(&e));
                 None
             }
         });

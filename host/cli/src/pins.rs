@@ -82,8 +82,11 @@ pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Res
     let current = subject.current(config);
     let (trusted, store, unconfirmed) = match store() {
         Err(e) => {
-            tracing::warn!("{e}; changes that widen what runs on the host cannot be confirmed");
-            (Pins::baseline(&subject.workspace, Some(&subject.config)), None, Some(e.to_string()))
+            tracing::warn!(
+                "{}; changes that widen what runs on the host cannot be confirmed",
+                toolhost::error_text(&e)
+            );
+            (Pins::baseline(&subject.workspace, Some(&subject.config)), None, Some(toolhost::error_text(&e)))
         }
         Ok(store) => match store.read(&subject.workspace, Some(&subject.config)) {
             Ok(Some(pins)) => (pins, Some(store), None),
@@ -93,8 +96,8 @@ pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Res
                 return Ok(());
             }
             Err(e) => {
-                tracing::warn!("{e}; comparing with no config at all");
-                (Pins::baseline(&subject.workspace, Some(&subject.config)), Some(store), Some(e.to_string()))
+                tracing::warn!("{}; comparing with no config at all", toolhost::error_text(&e));
+                (Pins::baseline(&subject.workspace, Some(&subject.config)), Some(store), Some(toolhost::error_text(&e)))
             }
         },
     };
@@ -131,7 +134,7 @@ pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Res
 /// Record `pins`; a failure is a warning (the start goes on with what was checked).
 fn save(store: &PinStore, pins: &Pins) {
     if let Err(e) = store.write(pins) {
-        tracing::warn!("cannot record the trusted config and hook files: {e}");
+        tracing::warn!("cannot record the trusted config and hook files: {}", toolhost::error_text(&e));
     }
 }
 

@@ -292,10 +292,7 @@ async fn build_and_load(
     for (name, tool) in &config.tools {
         let (Some(source), Some(lock)) = (&tool.source, &lock) else { continue };
         others.push(crate::install::tool_source(args, &config, lock, name, source.get_ref()).map_err(|e| {
-            toolhost::Error::Load {
-                origin: source.get_ref().to_string(),
-                cause: toolhost::LoadError::Source(format!("{e:#}").into()),
-            }
+            toolhost::Error::Load { origin: source.get_ref().to_string(), cause: toolhost::LoadError::source(e) }
         }));
     }
     for dir in &args.tools {
@@ -307,8 +304,9 @@ async fn build_and_load(
         .await
         .into_iter()
         .map(|e| {
-            eprintln!("warning: {e}");
-            e.to_string()
+            let text = toolhost::error_text(&e);
+            eprintln!("warning: {text}");
+            text
         })
         .collect();
     Ok(Loaded { runtime, load_errors })

@@ -1,9 +1,10 @@
 //! Errors of the library's own operations (loading tools, building the engine). A tool's
 //! failure is never one of these: it is a `ToolResult` with `is_error`.
 //!
-//! Each error says everything in its `Display` (a caller that prints `{err}` loses nothing)
-//! and keeps what it wraps as a typed field, so a caller can tell a digest mismatch from an
-//! unreadable file without reading text.
+//! Each error's `Display` says its own part only, and what it wraps is its `source()`, as a
+//! typed field: a caller can walk the chain, tell a digest mismatch from an unreadable file
+//! without reading text, and print the whole with [`crate::error_text`] (or `anyhow`'s `{:#}`),
+//! which joins the parts with `: ` (`x.wasm: sha256 mismatch …`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,11 +14,12 @@ use std::sync::Arc;
 #[non_exhaustive]
 pub enum Error {
     /// A tool could not be loaded; `origin` names the file (or the embedded tool).
-    #[error("{origin}: {cause}")]
+    #[error("{origin}")]
     Load {
         /// Where the tool came from.
         origin: String,
         /// Why it was not loaded.
+        #[source]
         cause: LoadError,
     },
     /// Two tools claim the same name.
@@ -31,17 +33,18 @@ pub enum Error {
         existing: String,
     },
     /// A setting is unusable.
-    #[error("config: {0}")]
-    Config(SettingError),
+    #[error("config")]
+    Config(#[source] SettingError),
     /// The wasmtime engine could not be configured (wasmtime's error, with its chain).
     #[error("the wasmtime engine could not be configured")]
     Engine(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The workspace is unusable.
-    #[error("workspace {path}: {cause}", path = path.display())]
+    #[error("workspace {path}", path = path.display())]
     Workspace {
         /// The path given.
         path: PathBuf,
         /// What is wrong.
+        #[source]
         cause: WorkspaceError,
     },
 }
@@ -52,8 +55,8 @@ pub enum Error {
 #[non_exhaustive]
 pub enum LoadError {
     /// The file cannot be read.
-    #[error("cannot read: {0}")]
-    Read(Arc<std::io::Error>),
+    #[error("cannot read")]
+    Read(#[source] Arc<std::io::Error>),
     /// The bytes are not a WebAssembly component (the message says what they are instead).
     #[error("{0}")]
     NotAComponent(&'static str),
@@ -80,21 +83,22 @@ pub enum LoadError {
     },
     /// wasmtime refused the component, or compiling it failed (wasmtime's error, with its
     /// chain).
-    #[error("invalid component: {0:#}")]
-    Compile(Arc<wasmtime::Error>),
+    #[error("invalid component")]
+    Compile(#[source] WasmtimeError),
     /// The component imports something the host does not provide.
-    #[error("cannot link: {0:#} (a tool may import only `toolhost:tool/host` and WASI 0.2)")]
-    Link(Arc<wasmtime::Error>),
+    #[error("cannot link (a tool may import only `toolhost:tool/host` and WASI 0.2)")]
+    Link(#[source] WasmtimeError),
     /// The component does not export the tool interface.
     #[error(
         "not a toolhost tool: it does not implement the world `toolhost:tool/plugin@0.1.0` (it must export \
-         `{interface}` with schema, is-concurrency-safe, validate and call): {detail:#}"
+         `{interface}` with schema, is-concurrency-safe, validate and call)"
     )]
     NotATool {
         /// The interface it must export.
         interface: &'static str,
         /// wasmtime's account of the mismatch.
-        detail: Arc<wasmtime::Error>,
+        #[source]
+        detail: WasmtimeError,
     },
     /// Its `schema` export failed, trapped or timed out, or described the tool in a way the
     /// host refuses; also when an earlier load of the same bytes failed so (the message says
@@ -103,7 +107,7 @@ pub enum LoadError {
     Schema(Arc<str>),
     /// The tool and the config disagree (its name, pin or grant); the error has the config's
     /// position.
-    #[error("{0}")]
+    #[error(transparent)]
     Config(Arc<toolhost_policy::ConfigError>),
     /// A tool that declares itself read-only asks to write.
     #[error(
@@ -126,9 +130,34 @@ pub enum LoadError {
         message: Arc<str>,
     },
     /// The embedder could not produce the tool's bytes (an installed tool missing from its
-    /// store, say); the message is the embedder's.
-    #[error("{0}")]
-    Source(Arc<str>),
+    /// store, say), or a check of the embedder's refused what the tool declares; the error is
+    /// the embedder's, with its own chain.
+    #[error(transparent)]
+    Source(Arc<dyn std::error::Error + Send + Sync>),
+}
+
+impl LoadError {
+    /// [`LoadError::Source`] from the embedder's error (or its message).
+    pub fn source(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        LoadError::Source(Arc::from(error.into()))
+    }
+}
+
+/// The whole text of an error: its `Display`, then each `source()` in turn, joined by `: `. A
+/// source whose text the text so far already holds is left out, so an error that still
+/// repeats its cause (some of other crates do) is not printed twice.
+pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(e) = next {
+        let part = e.to_string();
+        if !part.is_empty() && !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        next = e.source();
+    }
+    text
 }
 
 /// A setting the runtime cannot use ([`Error::Config`]).
@@ -139,11 +168,12 @@ pub enum SettingError {
     #[error("max_concurrency must be at least 1 (0 would run nothing)")]
     ZeroConcurrency,
     /// A `[tls] ca_files` entry cannot be read.
-    #[error("tls.ca_files: cannot read {path}: {error}", path = path.display())]
+    #[error("tls.ca_files: cannot read {path}", path = path.display())]
     CaFileUnreadable {
         /// The file.
         path: PathBuf,
         /// The read's error.
+        #[source]
         error: std::io::Error,
     },
     /// A `[tls] ca_files` entry holds no usable certificate.
@@ -152,14 +182,15 @@ pub enum SettingError {
     /// A hook whose files cannot be protected from tools: its command cannot be analysed, or
     /// it runs a file at the workspace root, or its `files` list the workspace (the message
     /// says which, and the ways out).
-    #[error("{0}")]
+    #[error(transparent)]
     Hook(toolhost_policy::HookError),
     /// A path pattern of files other programs run does not compile.
-    #[error("{setting}: {error}")]
+    #[error("{setting}")]
     Pattern {
         /// Which setting (`permissions.protected`, or the built-in list).
         setting: &'static str,
         /// The pattern's error.
+        #[source]
         error: toolhost_policy::PathPatternError,
     },
 }
@@ -169,11 +200,40 @@ pub enum SettingError {
 #[non_exhaustive]
 pub enum WorkspaceError {
     /// It cannot be resolved (it does not exist, say).
-    #[error("{0}")]
-    Unresolvable(std::io::Error),
+    #[error("cannot be resolved")]
+    Unresolvable(#[source] std::io::Error),
     /// It is not a directory.
     #[error("not a directory")]
     NotADirectory,
+}
+
+/// wasmtime's error as a standard error: its `Display` is wasmtime's own message, and its
+/// `source()` the rest of wasmtime's chain (wasmtime's `Error` is not a `std::error::Error`
+/// itself). Clone, as [`LoadError`] is.
+#[derive(Debug, Clone)]
+pub struct WasmtimeError(Arc<wasmtime::Error>);
+
+impl WasmtimeError {
+    /// Wrap wasmtime's error.
+    pub fn new(error: wasmtime::Error) -> Self {
+        WasmtimeError(Arc::new(error))
+    }
+
+    fn as_std(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        (*self.0).as_ref()
+    }
+}
+
+impl std::fmt::Display for WasmtimeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self.as_std(), f)
+    }
+}
+
+impl std::error::Error for WasmtimeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.as_std().source()
+    }
 }
 
 /// The library's result type.

@@ -172,7 +172,7 @@ async fn find_tools(
                     let (name, f) = found(i, source.origin.to_string());
                     add(name, f);
                 }
-                Err(e) => eprintln!("warning: {e}"),
+                Err(e) => eprintln!("warning: {}", toolhost::error_text(&e)),
             }
         }
     }
@@ -183,7 +183,7 @@ async fn find_tools(
         let source = match ToolSource::file(path.get_ref()) {
             Ok(s) => s,
             Err(e) => {
-                errors.push(at(e.to_string()));
+                errors.push(at(toolhost::error_text(&e)));
                 continue;
             }
         };
@@ -212,7 +212,7 @@ async fn find_tools(
                 let (name, f) = found(i, source.origin.to_string());
                 add(name, f);
             }
-            Err(e) => errors.push(at(format!("not a tool: {e}"))),
+            Err(e) => errors.push(at(format!("not a tool: {}", toolhost::error_text(&e)))),
         }
     }
     for dir in &global.tools {
@@ -243,7 +243,7 @@ async fn find_tools(
                     let (name, f) = found(i, source.origin.to_string());
                     add(name, f);
                 }
-                Err(e) => eprintln!("warning: {e}"),
+                Err(e) => eprintln!("warning: {}", toolhost::error_text(&e)),
             }
         }
     }

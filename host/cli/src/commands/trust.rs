@@ -49,7 +49,7 @@ impl TrustCommand {
                     );
                     show(&current, &subject);
                 }
-                Err(e) => outln!("cannot read the pins: {e}"),
+                Err(e) => outln!("cannot read the pins: {}", toolhost::error_text(e)),
             }
             return Ok(0);
         }

@@ -511,7 +511,7 @@ pub enum PinError {
     #[error("toolhost's state directory cannot be used: {0}")]
     StateDir(String),
     /// A pin file could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         /// The pin file.
         path: PathBuf,
@@ -520,7 +520,7 @@ pub enum PinError {
         source: std::io::Error,
     },
     /// A pin file is not pins (damaged, or of another format).
-    #[error("{path} is not a pin file: {source}")]
+    #[error("{path} is not a pin file")]
     Malformed {
         /// The pin file.
         path: PathBuf,

@@ -2,7 +2,7 @@
 //! they are not a component of our world), compile through the cache, link once into an
 //! `InstancePre`, and read the tool's schema with no capabilities.
 
-use crate::error::{Error, LoadError, Result};
+use crate::error::{Error, LoadError, Result, WasmtimeError};
 use crate::invoke::bindings::{PluginPre, TOOL_INTERFACE};
 use crate::invoke::{GetSchema, InvokeCtx, invoke};
 use crate::loading::cache::{self, Cache};
@@ -257,12 +257,12 @@ impl Code {
                 let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 let Some((source, cache)) = pending else {
                     // Not reached: set once made.
-                    return Err(LoadError::Compile(Arc::new(wasmtime::format_err!("its code is gone"))));
+                    return Err(LoadError::Compile(WasmtimeError::new(wasmtime::format_err!("its code is gone"))));
                 };
                 let made =
                     compile(engine, &source, &self.sha256, cache.as_ref()).await.map(Arc::new).map_err(|e| match e {
                         Error::Load { cause, .. } => cause,
-                        other => LoadError::Source(other.to_string().into()),
+                        other => LoadError::Source(Arc::new(other)),
                     });
                 *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
                 made
@@ -316,17 +316,19 @@ async fn compile(engine: &ToolEngine, source: &ToolSource, sha256: &str, cache: 
             let component = tokio::task::spawn_blocking(move || cache::compile(&eng, &b, &s, cache.as_ref()))
                 .await
                 .map_err(|e| {
-                    source.err(LoadError::Compile(Arc::new(wasmtime::format_err!("compilation task failed: {e}"))))
+                    source.err(LoadError::Compile(WasmtimeError::new(wasmtime::format_err!(
+                        "compilation task failed: {e}"
+                    ))))
                 })?
-                .map_err(|e| source.err(LoadError::Compile(Arc::new(e))))?;
+                .map_err(|e| source.err(LoadError::Compile(WasmtimeError::new(e))))?;
             engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(sha256.to_string(), component.clone());
             component
         }
     };
     let instance_pre =
-        engine.linker.instantiate_pre(&component).map_err(|e| source.err(LoadError::Link(Arc::new(e))))?;
+        engine.linker.instantiate_pre(&component).map_err(|e| source.err(LoadError::Link(WasmtimeError::new(e))))?;
     let pre = PluginPre::new(instance_pre)
-        .map_err(|e| source.err(LoadError::NotATool { interface: TOOL_INTERFACE, detail: Arc::new(e) }))?;
+        .map_err(|e| source.err(LoadError::NotATool { interface: TOOL_INTERFACE, detail: WasmtimeError::new(e) }))?;
     Ok(Compiled { component, pre })
 }
 
