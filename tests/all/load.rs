@@ -116,6 +116,44 @@ async fn load_errors_say_their_kind_in_their_type() {
     assert_eq!(rt.tools().count(), 0, "nothing was registered");
 }
 
+/// Each error's parts in order: its `Display`, then each `source()`.
+fn chain(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    std::iter::successors(Some(error), |e| e.source()).map(ToString::to_string).collect()
+}
+
+/// An embedder walks the chain of a load error: each link says its own part, what it wraps is
+/// its source (wasmtime's own chain included), and `error_text` prints every part once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_load_error_keeps_its_causes_as_sources_and_prints_each_once() {
+    let ws = workspace();
+    let missing = ws.path().join("nope.wasm");
+    let err = ToolSource::file(&missing).expect_err("no such file");
+    let parts = chain(&err);
+    assert_eq!(parts[..2], [missing.display().to_string(), "cannot read".to_string()], "{parts:?}");
+    let io = std::iter::successors(Some(&err as &(dyn std::error::Error + 'static)), |e| e.source())
+        .find_map(|e| e.downcast_ref::<std::sync::Arc<std::io::Error>>())
+        .expect("the io::Error is in the chain");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    assert_eq!(toolhost::error_text(&err), parts.join(": "));
+
+    let mut rt = bare_runtime(ws.path());
+    let half = &guests::NOOP[..guests::NOOP.len() / 2];
+    let err = rt.load(ToolSource::bytes("truncated.wasm", half)).await.expect_err("half a component");
+    let parts = chain(&err);
+    assert_eq!(parts[..2], ["truncated.wasm", "invalid component"], "{parts:?}");
+    assert!(parts.len() >= 3, "wasmtime's account is a source: {parts:?}");
+    let text = toolhost::error_text(&err);
+    assert!(text.starts_with("truncated.wasm: invalid component: "), "{text}");
+    for part in &parts {
+        assert_eq!(text.matches(part.as_str()).count(), 1, "{part:?} is printed once: {text}");
+    }
+
+    let err = rt.load(ToolSource::bytes("other-world.wasm", guests::OTHER_WORLD)).await.expect_err("another world");
+    let parts = chain(&err);
+    assert!(parts[1].starts_with("not a toolhost tool"), "{parts:?}");
+    assert!(parts.len() >= 3, "wasmtime's account of the mismatch is a source: {parts:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_file_is_a_load_error_naming_it() {
     let ws = workspace();
