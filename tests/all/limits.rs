@@ -164,12 +164,43 @@ async fn every_failure_in_one_runtime_leaves_it_healthy() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failure_does_not_disturb_concurrent_calls() {
+    // Two runtimes on one engine (the engine and its instance pool are what a trap could
+    // disturb), each with its own scheduler, so that their calls run at the same moment: a
+    // `Sleep` in one, panics and no-ops in the other while it sleeps. (In one runtime the
+    // scheduler runs `Panic`, which is not concurrency-safe, alone.)
     let ws = workspace();
-    let rt = Arc::new(with_guest(ws.path(), "", "panic", guests::PANIC).await);
+    let failing = Arc::new(with_guest(ws.path(), "", "panic", guests::PANIC).await);
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sink: EventSink = {
+        let finished = finished.clone();
+        Arc::new(move |e| match e {
+            Event::Start { .. } => {
+                let _ = started_tx.send(());
+            }
+            Event::Finish { .. } => finished.store(true, std::sync::atomic::Ordering::SeqCst),
+            _ => {}
+        })
+    };
+    let mut sleeper = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws.path())
+        .events(sink)
+        .build()
+        .unwrap();
+    sleeper.load(guest("sleep", guests::SLEEP)).await.unwrap();
+    let sleeper = Arc::new(sleeper);
+    let sleeping = {
+        let sleeper = sleeper.clone();
+        tokio::spawn(async move { call(&sleeper, &Session::new(), "Sleep", json!({"ms": 4000})).await })
+    };
+    started.recv().await.expect("the sleep starts");
+
     let session = Arc::new(Session::new());
     let mut tasks = Vec::new();
     for i in 0..8 {
-        let (rt, session) = (rt.clone(), session.clone());
+        let (rt, session) = (failing.clone(), session.clone());
         tasks.push(tokio::spawn(async move {
             if i % 2 == 0 {
                 let r = call(&rt, &session, "Panic", json!({})).await;
@@ -184,6 +215,11 @@ async fn a_failure_does_not_disturb_concurrent_calls() {
     for t in tasks {
         t.await.expect("task");
     }
+    // The calls above ran while the sleep was on its store: they overlapped it.
+    assert!(!finished.load(std::sync::atomic::Ordering::SeqCst), "the sleep ended before the panics did");
+    let slept = sleeping.await.expect("task");
+    assert_eq!(slept.outcome, OutcomeKind::Success, "{slept:?}");
+    still_healthy(&failing, &session).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
