@@ -1,27 +1,18 @@
-//! What `add`, `update`, `publish`, `list`, `inspect` and loading share about installed tools
-//! (`[tools.NAME] source`): where the lock and the store are, how a locked tool becomes a
-//! [`ToolSource`] (its signature and grant checked against the lock before any byte runs),
-//! and what a component's schema says, for the lock and for people.
+//! What `add`, `update`, `publish`, `list` and `inspect` share about installed tools
+//! (`[tools.NAME] source`): registry access, what a component's schema says (for the lock and
+//! for people), choosing a tag, and fetching a candidate. Loading an installed tool is one
+//! library step, [`toolhost_registry::Installed`], which `setup` uses as an embedder would.
 
-use crate::setup::{self, GlobalArgs};
-use anyhow::{Context, Result, bail};
+use crate::setup;
+use anyhow::{Context, Result};
 use semver::VersionReq;
 use std::path::{Path, PathBuf};
 use toolhost::{EngineOptions, Inspection, ToolEngine, ToolSource};
-use toolhost_policy::{Capability, Config, Grant, OciRef, ToolRef, effective_grant};
-use toolhost_registry::lock::{capability_strings, parse_capability};
-use toolhost_registry::sign::{self, Signature, Signer};
-use toolhost_registry::{Access, Lock, LockedTool, SetDiff, Store};
-
-/// Whether `--locked` is in force: the flag, or `CI=true` (as most CI services set it).
-pub fn locked(args: &GlobalArgs) -> bool {
-    args.locked || std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
-}
-
-/// The config file `add` writes to: `--config`, else `./toolhost.toml` (made if missing).
-pub fn config_file(args: &GlobalArgs) -> PathBuf {
-    args.config.clone().unwrap_or_else(|| PathBuf::from("toolhost.toml"))
-}
+use toolhost_policy::{Config, OciRef, ToolRef};
+use toolhost_registry::installed::{effective, signer};
+use toolhost_registry::lock::capability_strings;
+use toolhost_registry::sign::{self, Signer};
+use toolhost_registry::{Access, Lock, LockedTool};
 
 /// The directory relative file sources are relative to: the config file's.
 pub fn base_dir(config_file: &Path) -> PathBuf {
@@ -45,12 +36,6 @@ pub fn access(config: &Config) -> Result<Access> {
     Ok(access)
 }
 
-/// The component store inside the compile cache directory.
-pub fn store() -> Result<Store> {
-    let dir = setup::cache_dir().context("no cache directory: set TOOLHOST_CACHE_DIR or HOME")?;
-    Ok(Store::open(&dir)?)
-}
-
 /// The WIT package a component exports (`toolhost:tool@0.1.0`), from its export names.
 pub fn wit_package(exports: &[String]) -> Option<String> {
     exports.iter().find_map(|e| {
@@ -66,140 +51,6 @@ pub async fn describe(label: &str, bytes: &[u8]) -> Result<Inspection> {
     let source = ToolSource::bytes(label.to_string(), bytes.to_vec());
     let cache = setup::cache_dir();
     Ok(toolhost::inspect(&engine, &source, cache.as_deref()).await?)
-}
-
-/// The effective grant `name` gets with this ceiling under `config` (as the runtime computes
-/// it: the config's grant or the default, ceiling-capped, read-only for a read-only tool), as
-/// the lock writes it.
-pub fn effective(
-    config: &Config,
-    name: &str,
-    ceiling: &[Capability],
-    read_only: bool,
-    workspace: &Path,
-) -> Vec<String> {
-    let grant = config.tools.get(name).and_then(|t| t.grant()).cloned().unwrap_or_else(Grant::workspace_read_write);
-    let mut g = effective_grant(ceiling, &grant, workspace);
-    if read_only {
-        g = g.read_only();
-    }
-    capability_strings(&g.capabilities(), workspace)
-}
-
-/// Parse the lock's capability strings back.
-pub fn capabilities(list: &[String]) -> Vec<Capability> {
-    list.iter().filter_map(|s| parse_capability(s)).collect()
-}
-
-/// The signature a lock entry holds, if any.
-pub fn locked_signature(entry: &LockedTool) -> Option<Signature> {
-    match (&entry.signer, &entry.signature) {
-        (Some(key), Some(signature)) => {
-            Some(Signature { digest: entry.component.clone(), key: key.clone(), signature: signature.clone() })
-        }
-        _ => None,
-    }
-}
-
-/// Who signed a locked tool, under `config`'s `[trust]` (verifying the signature again).
-pub fn signer(config: &Config, source: &ToolRef, entry: &LockedTool) -> Result<Signer, toolhost_registry::Error> {
-    sign::judge(locked_signature(entry).as_ref(), &entry.component, source, &config.trust)
-}
-
-/// The bytes of an installed tool, ready to load: everything in the lock checked first (the
-/// entry is there and is for this source; its signature verifies and `[trust]` accepts it;
-/// the grant is no wider than the one locked, or only a warning without `--locked`), then
-/// read from the store by digest, pinned so the loader checks the sha256 before compiling.
-pub fn tool_source(
-    args: &GlobalArgs,
-    config: &Config,
-    lock: &Lock,
-    name: &str,
-    source: &ToolRef,
-) -> Result<ToolSource> {
-    let fix = format!("run `toolhost update {name}`");
-    let Some(entry) = lock.tools.get(name) else {
-        bail!("tools.{name}: {source} is not in toolhost.lock; {fix} to fetch and lock it");
-    };
-    if entry.source != source.to_string() {
-        bail!(
-            "tools.{name}: the source is {source}, but toolhost.lock has {}; {fix} to lock the new source",
-            entry.source
-        );
-    }
-    let version = config.tools.get(name).and_then(|t| t.version.as_ref()).map(|v| v.get_ref().to_string());
-    if entry.version != version {
-        let shown = |v: &Option<String>| v.clone().unwrap_or_else(|| "none".into());
-        bail!(
-            "tools.{name}: the version requirement is {}, but toolhost.lock has {}; {fix} to lock it",
-            shown(&version),
-            shown(&entry.version)
-        );
-    }
-    signer(config, source, entry).with_context(|| format!("tools.{name}: refusing to load {}", entry.resolved))?;
-    let workspace = setup::workspace(args)?;
-    let now = effective(config, name, &capabilities(&entry.ceiling), false, &workspace);
-    let wider = SetDiff::new(&capabilities(&entry.grant), &capabilities(&now), &workspace).widened;
-    if !wider.is_empty() {
-        let message = format!(
-            "tools.{name}: the grant in the config is wider than the one in toolhost.lock ({}); {fix} to lock it",
-            wider.join(", ")
-        );
-        if locked(args) {
-            bail!("{message} (refused: --locked, or CI=true)");
-        }
-        eprintln!("warning: {message}");
-    }
-    let source = store()?.source(&entry.component, &entry.resolved).with_context(|| format!("tools.{name}"))?;
-    Ok(source.renamed(name).with_declaration_check(declared_as_locked(name, entry, &workspace)))
-}
-
-/// The check that an installed tool declares at load exactly what it declared when it was
-/// locked: the same ceiling and the same read-only flag. `schema` is the component's own code,
-/// which may answer differently on another machine or day; its powers are tied to the lock,
-/// on every machine, whatever a cache holds. A difference refuses the tool (`toolhost update`
-/// shows it and locks it again once accepted).
-pub fn declared_as_locked(
-    name: &str,
-    entry: &LockedTool,
-    workspace: &Path,
-) -> impl Fn(&toolhost::ToolInfo) -> std::result::Result<(), String> + Send + Sync + 'static {
-    let (name, entry, workspace) = (name.to_string(), entry.clone(), workspace.to_path_buf());
-    move |info| {
-        let sorted = |mut v: Vec<String>| {
-            v.sort();
-            v.dedup();
-            v
-        };
-        let now = sorted(capability_strings(&info.capabilities, &workspace));
-        let locked = sorted(entry.ceiling.clone());
-        let mut drift = Vec::new();
-        if now != locked {
-            drift.push(format!("ceiling [{}], locked [{}]", now.join(", "), locked.join(", ")));
-        }
-        if let Some(read_only) = entry.read_only
-            && read_only != info.read_only
-        {
-            drift.push(format!("read-only {}, locked {read_only}", info.read_only));
-        }
-        if drift.is_empty() {
-            return Ok(());
-        }
-        Err(format!(
-            "tools.{name}: {} ({}) now declares {}; not loaded. Its powers are those locked in toolhost.lock: \
-             run `toolhost update {name}` to see the difference and lock it",
-            entry.resolved,
-            entry.component,
-            drift.join("; ")
-        ))
-    }
-}
-
-/// The lock that goes with the config in use (empty without one).
-pub fn lock_for(args: &GlobalArgs) -> Result<(PathBuf, Lock)> {
-    let path = Lock::path_for(&config_file(args));
-    let lock = Lock::read(&path)?;
-    Ok((path, lock))
 }
 
 /// A signer for people: `acme (ed25519:…)`, `unsigned`, or why the signature fails.

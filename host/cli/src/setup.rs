@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolhost::{Event, Runtime, ToolSource};
 use toolhost_policy::Config;
+use toolhost_registry::{Lock, Store};
 
 pub use crate::pins::OnWidening;
 
@@ -253,7 +254,7 @@ async fn build_and_load(
         Some(path) => (absolute(&path)?, "the config file in use"),
         None => (absolute(Path::new("toolhost.toml"))?, "where toolhost looks for its config file"),
     };
-    builder = builder.protect(toolhost_registry::Lock::path_for(&config_file), "the lock file of the config");
+    builder = builder.protect(Lock::path_for(&config_file), "the lock file of the config");
     builder = builder.protect(config_file, what);
     for dir in &args.tools {
         builder = builder.protect(absolute(dir)?, "a tools directory");
@@ -285,15 +286,21 @@ async fn build_and_load(
     // of every `--tools` directory. The runtime adds the default tools (unless replaced) and
     // the config's `path` tools, and loads them all at once.
     let mut others = Vec::new();
-    let lock = match config.tools.values().any(|t| t.source.is_some()) {
-        true => Some(crate::install::lock_for(args)?.1),
-        false => None,
-    };
-    for (name, tool) in &config.tools {
-        let (Some(source), Some(lock)) = (&tool.source, &lock) else { continue };
-        others.push(crate::install::tool_source(args, &config, lock, name, source.get_ref()).map_err(|e| {
-            toolhost::Error::Load { origin: source.get_ref().to_string(), cause: toolhost::LoadError::source(e) }
-        }));
+    if config.tools.values().any(|t| t.source.is_some()) {
+        let (_, lock) = lock_for(args)?;
+        let store = store()?;
+        let installed = toolhost_registry::Installed {
+            config: &config,
+            lock: &lock,
+            store: &store,
+            workspace: &workspace,
+            locked: locked(args),
+        };
+        let (sources, warnings) = installed.sources();
+        for warning in warnings {
+            eprintln!("warning: {warning}");
+        }
+        others.extend(sources);
     }
     for dir in &args.tools {
         others.extend(wasm_files(dir)?.iter().map(ToolSource::file));
@@ -310,6 +317,29 @@ async fn build_and_load(
         })
         .collect();
     Ok(Loaded { runtime, load_errors })
+}
+
+/// Whether `--locked` is in force: the flag, or `CI=true` (as most CI services set it).
+pub fn locked(args: &GlobalArgs) -> bool {
+    args.locked || std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// The config file `add` writes to: `--config`, else `./toolhost.toml` (made if missing).
+pub fn config_file(args: &GlobalArgs) -> PathBuf {
+    args.config.clone().unwrap_or_else(|| PathBuf::from("toolhost.toml"))
+}
+
+/// The lock that goes with the config in use (empty without one).
+pub fn lock_for(args: &GlobalArgs) -> Result<(PathBuf, Lock)> {
+    let path = Lock::path_for(&config_file(args));
+    let lock = Lock::read(&path)?;
+    Ok((path, lock))
+}
+
+/// The component store inside the compile cache directory.
+pub fn store() -> Result<Store> {
+    let dir = cache_dir().context("no cache directory: set TOOLHOST_CACHE_DIR or HOME")?;
+    Ok(Store::open(&dir)?)
 }
 
 /// `path` made absolute against the current directory (not the workspace: command-line paths

@@ -26,6 +26,7 @@ pub mod access;
 pub mod diff;
 mod error;
 pub mod fetch;
+pub mod installed;
 pub mod lock;
 pub mod oci;
 pub mod sign;
@@ -36,6 +37,7 @@ pub use access::Access;
 pub use diff::{CapabilityDiff, SetDiff};
 pub use error::{Error, Result};
 pub use fetch::{Fetched, fetch};
+pub use installed::{Installed, InstalledError};
 pub use lock::{Lock, LockedTool};
 pub use store::Store;
 pub use wire::WireError;
@@ -58,16 +60,6 @@ pub fn digest_hex(digest: &str) -> &str {
 
 /// An error with its causes (`error sending request: …: invalid peer certificate: UnknownIssuer`):
 /// reqwest's own message alone does not say why a connection failed.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        let part = c.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        cause = c.source();
-    }
-    text
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    toolhost::error_text(e)
 }

@@ -41,8 +41,8 @@ impl AddCommand {
                 other => bail!("--version needs an oci:// repository to choose tags from, not {other}"),
             }
         }
-        let config_file = install::config_file(global);
-        if install::locked(global) {
+        let config_file = setup::config_file(global);
+        if setup::locked(global) {
             bail!(
                 "`toolhost add` changes toolhost.toml and toolhost.lock, which --locked (or CI=true) forbids; \
                  run it without --locked and commit both files"
@@ -76,7 +76,13 @@ impl AddCommand {
             let old = install::describe(&name, bytes).await?;
             let caps = |i: &toolhost::Inspection| i.info.capabilities.clone();
             let grant = |i: &toolhost::Inspection| {
-                install::capabilities(&install::effective(&config, &name, &caps(i), i.info.read_only, &workspace))
+                toolhost_registry::installed::capabilities(&toolhost_registry::installed::effective(
+                    &config,
+                    &name,
+                    &caps(i),
+                    i.info.read_only,
+                    &workspace,
+                ))
             };
             let diff = toolhost_registry::CapabilityDiff::new(
                 &caps(&old),
@@ -93,7 +99,7 @@ impl AddCommand {
                 crate::output::outln!("  read-only: yes → no (rules for read-only tools no longer cover it)");
             }
         }
-        let (lock_path, mut lock) = install::lock_for(global)?;
+        let (lock_path, mut lock) = setup::lock_for(global)?;
         let new_text = match config.tools.get(&name) {
             Some(t)
                 if t.source.as_ref().is_some_and(|s| *s.get_ref() == source)
@@ -111,7 +117,7 @@ impl AddCommand {
 
         crate::output::outln!("Fetched {}", c.entry.resolved);
         install::show(&c.inspection, &c.entry.grant, &c.signer);
-        install::store()?.put(&c.bytes)?;
+        setup::store()?.put(&c.bytes)?;
         if new_text != text {
             setup::replace_file(&config_file, new_text.as_bytes())?;
         }

@@ -79,7 +79,7 @@ impl ListCommand {
         let rt = &loaded.runtime;
         // Installed tools: who signed them, as the lock and [trust] say.
         let config = setup::load_config(global)?;
-        let lock = crate::install::lock_for(global).map(|(_, l)| l).unwrap_or_default();
+        let lock = crate::setup::lock_for(global).map(|(_, l)| l).unwrap_or_default();
         let signer = |tool: &str| crate::install::signer_shown(&config, tool, &lock);
         if self.json {
             let tools: Vec<_> = rt

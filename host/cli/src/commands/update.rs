@@ -34,12 +34,12 @@ pub struct UpdateCommand {
 
 impl UpdateCommand {
     pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
-        let config_file = install::config_file(global);
+        let config_file = setup::config_file(global);
         let config = setup::load_config(global)?;
         let workspace = setup::workspace(global)?;
-        let (lock_path, mut lock) = install::lock_for(global)?;
-        let store = install::store()?;
-        let locked = install::locked(global);
+        let (lock_path, mut lock) = setup::lock_for(global)?;
+        let store = setup::store()?;
+        let locked = setup::locked(global);
         let tools: Vec<(String, ToolRef, Option<VersionReq>)> = config
             .tools
             .iter()
@@ -111,7 +111,8 @@ impl UpdateCommand {
             }
             // A signed tool whose new version its locked signer did not sign.
             let signer_change = old.as_ref().filter(|o| o.signer.is_some() && o.signer != c.entry.signer).map(|o| {
-                install::signer(&config, &source, o).map_or_else(|e| format!("refused: {e}"), |s| s.to_string())
+                toolhost_registry::installed::signer(&config, &source, o)
+                    .map_or_else(|e| format!("refused: {e}"), |s| s.to_string())
             });
             if let Some(old) = &old
                 && old.component == c.entry.component
@@ -127,13 +128,15 @@ impl UpdateCommand {
                 crate::output::outln!("{name}: up to date ({})", c.entry.resolved);
                 continue;
             }
-            let old_ceiling = old.as_ref().map(|o| install::capabilities(&o.ceiling)).unwrap_or_default();
-            let old_grant = old.as_ref().map(|o| install::capabilities(&o.grant)).unwrap_or_default();
+            let old_ceiling =
+                old.as_ref().map(|o| toolhost_registry::installed::capabilities(&o.ceiling)).unwrap_or_default();
+            let old_grant =
+                old.as_ref().map(|o| toolhost_registry::installed::capabilities(&o.grant)).unwrap_or_default();
             let diff = CapabilityDiff::new(
                 &old_ceiling,
-                &install::capabilities(&c.entry.ceiling),
+                &toolhost_registry::installed::capabilities(&c.entry.ceiling),
                 &old_grant,
-                &install::capabilities(&c.entry.grant),
+                &toolhost_registry::installed::capabilities(&c.entry.grant),
                 &workspace,
             );
             let from = old.as_ref().map_or("nothing locked".to_string(), |o| o.resolved.clone());
