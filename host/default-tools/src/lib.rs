@@ -30,6 +30,15 @@ pub fn source(name: &str) -> Option<ToolSource> {
     })
 }
 
+/// Whether the embedded tool `name` is idempotent (MCP's `idempotentHint`): calling it twice
+/// with the same input leaves things as calling it once. Read-only tools are, and say so
+/// themselves; of the others, `Write` is (it replaces a file whole with the content given),
+/// `Edit` is not (a second `replace_all` may find new matches). Known here, where the tools are,
+/// and asked by their embedded origin, never by the name a component declares.
+pub fn idempotent(name: &str) -> bool {
+    matches!(name, "Write")
+}
+
 /// Every default tool ready to load, in a fixed order.
 pub fn sources() -> Vec<ToolSource> {
     TOOLS.iter().filter_map(|(name, _)| source(name)).collect()

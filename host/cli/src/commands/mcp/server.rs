@@ -90,10 +90,10 @@ pub fn tool_list(runtime: &Runtime) -> Vec<Tool> {
                 .read_only(info.read_only)
                 .destructive(!info.read_only)
                 .open_world(!tool.effective.net.is_empty());
-            // Reading twice changes nothing; writing the same content twice neither. Whether
-            // any other tool is idempotent is not known, so it is not claimed.
-            let embedded_write = info.name == "Write" && matches!(tool.origin, toolhost::Origin::Embedded(_));
-            if info.read_only || embedded_write {
+            // Reading twice changes nothing; an embedded tool may be known to be idempotent.
+            // Whether any other tool is idempotent is not known, so it is not claimed.
+            let known = matches!(&tool.origin, toolhost::Origin::Embedded(n) if toolhost_default_tools::idempotent(n));
+            if info.read_only || known {
                 annotations = annotations.idempotent(true);
             }
             Tool::new(info.name.clone(), info.description.clone(), Arc::new(schema)).annotate(annotations)
