@@ -10,12 +10,12 @@
 //! `content_block_stop`, when its input is complete.
 
 use crate::error::{Error, Result};
+use crate::http::Http;
 use crate::message::{Block, Message, ModelRequest, ModelResponse, Role, StopReason, Usage};
 use crate::provider::{Provider, TurnSink};
-use crate::retry::{self, Endpoint, RetryPolicy};
+use crate::retry::RetryPolicy;
 use crate::sse;
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use toolhost::ToolUse;
@@ -34,10 +34,8 @@ pub const KEY_ENV: &str = "ANTHROPIC_API_KEY";
 /// The Messages API. Build with [`Anthropic::new`].
 #[derive(Debug, Clone)]
 pub struct Anthropic {
-    client: reqwest::Client,
-    url: String,
+    http: Http,
     api_key: String,
-    retry: RetryPolicy,
 }
 
 impl Anthropic {
@@ -48,17 +46,13 @@ impl Anthropic {
     ///
     /// [`Error::Client`] if the HTTP client cannot be built.
     pub fn new(base_url: &str, api_key: impl Into<String>) -> Result<Self> {
-        Ok(Anthropic {
-            client: crate::http_client()?,
-            url: format!("{}/v1/messages", base_url.trim_end_matches('/')),
-            api_key: api_key.into(),
-            retry: RetryPolicy::default(),
-        })
+        let url = format!("{}/v1/messages", base_url.trim_end_matches('/'));
+        Ok(Anthropic { http: Http::new(NAME, KEY_ENV, url)?, api_key: api_key.into() })
     }
 
     /// Retry with this policy instead.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
+        self.http.retry = retry;
         self
     }
 }
@@ -135,35 +129,22 @@ impl Provider for Anthropic {
     }
 
     async fn send(&self, request: &ModelRequest, sink: &mut dyn TurnSink) -> Result<ModelResponse> {
-        let body = request_body(request);
-        let endpoint = Endpoint { provider: NAME, url: &self.url, key_env: KEY_ENV };
-        let build = || {
-            self.client
-                .post(&self.url)
-                .header("x-api-key", &self.api_key)
-                .header("anthropic-version", API_VERSION)
-                .header("accept", "text/event-stream")
-                .json(&body)
-        };
+        let headers =
+            |b: reqwest::RequestBuilder| b.header("x-api-key", &self.api_key).header("anthropic-version", API_VERSION);
         // Overloaded (or an API error) after the 200, before any call was handed on: nothing
         // ran, so the request is sent again, like an overloaded status.
         let retryable = |e: &Error| matches!(e, Error::StreamError { kind, .. } if matches!(kind.as_str(), "overloaded_error" | "api_error"));
         let (acc, attempts) =
-            retry::request(&self.retry, &endpoint, sink, build, |r, s| Box::pin(read(r, s)), retryable).await?;
+            self.http.stream(&request_body(request), headers, sink, |r, s| Box::pin(read(r, s)), retryable).await?;
         Ok(acc.finish(attempts))
     }
 }
 
 /// Read the event stream up to `message_stop`.
 async fn read(response: reqwest::Response, sink: &mut dyn TurnSink) -> Result<Accumulator> {
-    let mut events = std::pin::pin!(sse::events(NAME, response));
     let mut acc = Accumulator::default();
-    while let Some(event) = events.next().await {
-        if acc.event(&event?, sink)? {
-            return Ok(acc);
-        }
-    }
-    Err(Error::Stream { provider: NAME, message: "the stream ended before `message_stop`".into() })
+    sse::read_until(NAME, response, "`message_stop`", |event| acc.event(&event, sink)).await?;
+    Ok(acc)
 }
 
 /// A block being streamed.
@@ -336,11 +317,7 @@ impl Accumulator {
             }
             "message_stop" => return Ok(true),
             "ping" => {}
-            "error" => {
-                let kind = data.pointer("/error/type").and_then(Value::as_str).unwrap_or("error").to_string();
-                let message = data.pointer("/error/message").and_then(Value::as_str).unwrap_or_default().to_string();
-                return Err(Error::StreamError { provider: NAME, kind, message });
-            }
+            "error" => return Err(sse::stream_error(NAME, data.get("error").unwrap_or(&Value::Null))),
             // New event types are to be ignored, as the API's versioning policy says.
             _ => {}
         }
@@ -366,13 +343,7 @@ impl Accumulator {
 mod tests {
     use super::*;
     use crate::message::ToolDef;
-
-    struct Calls(Vec<ToolUse>);
-    impl TurnSink for Calls {
-        fn tool_use(&mut self, call: ToolUse) {
-            self.0.push(call);
-        }
-    }
+    use crate::provider::Calls;
 
     fn ev(name: &str, data: Value) -> sse::Event {
         sse::Event { name: Some(name.into()), data: data.to_string() }

@@ -27,6 +27,7 @@
 pub mod anthropic;
 mod deferral;
 mod error;
+mod http;
 mod looping;
 mod message;
 pub mod openai;
@@ -44,14 +45,3 @@ pub use openai::OpenAi;
 pub use provider::{Provider, TurnSink};
 pub use retry::{RetryPolicy, retryable};
 pub use transcript::Transcript;
-
-/// The HTTP client both providers use: rustls with compiled-in roots, a connect timeout, and
-/// a read timeout between chunks long enough for a model thinking before its first token.
-fn http_client() -> Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .connect_timeout(std::time::Duration::from_secs(30))
-        .read_timeout(std::time::Duration::from_secs(600))
-        .user_agent(concat!("toolhost-agent/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(Error::Client)
-}

@@ -17,13 +17,13 @@
 //! finishes, i.e. once its arguments are complete. No prompt caching markers (OpenAI caches on
 //! its own).
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::http::Http;
 use crate::message::{Block, Message, ModelRequest, ModelResponse, Role, StopReason, Usage};
 use crate::provider::{Provider, TurnSink};
-use crate::retry::{self, Endpoint, RetryPolicy};
+use crate::retry::RetryPolicy;
 use crate::sse;
 use async_trait::async_trait;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use toolhost::ToolUse;
@@ -39,10 +39,8 @@ pub const KEY_ENV: &str = "OPENAI_API_KEY";
 /// An OpenAI-compatible Chat Completions server. Build with [`OpenAi::new`].
 #[derive(Debug, Clone)]
 pub struct OpenAi {
-    client: reqwest::Client,
-    url: String,
+    http: Http,
     api_key: Option<String>,
-    retry: RetryPolicy,
 }
 
 impl OpenAi {
@@ -51,19 +49,15 @@ impl OpenAi {
     ///
     /// # Errors
     ///
-    /// [`Error::Client`] if the HTTP client cannot be built.
+    /// [`Error::Client`](crate::Error::Client) if the HTTP client cannot be built.
     pub fn new(base_url: &str, api_key: Option<String>) -> Result<Self> {
-        Ok(OpenAi {
-            client: crate::http_client()?,
-            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
-            api_key: api_key.filter(|k| !k.is_empty()),
-            retry: RetryPolicy::default(),
-        })
+        let url = format!("{}/chat/completions", base_url.trim_end_matches('/'));
+        Ok(OpenAi { http: Http::new(NAME, KEY_ENV, url)?, api_key: api_key.filter(|k| !k.is_empty()) })
     }
 
     /// Retry with this policy instead.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
+        self.http.retry = retry;
         self
     }
 }
@@ -140,35 +134,30 @@ impl Provider for OpenAi {
     }
 
     async fn send(&self, request: &ModelRequest, sink: &mut dyn TurnSink) -> Result<ModelResponse> {
-        let body = request_body(request);
-        let endpoint = Endpoint { provider: NAME, url: &self.url, key_env: KEY_ENV };
-        let build = || {
-            let b = self.client.post(&self.url).header("accept", "text/event-stream").json(&body);
-            match &self.api_key {
-                Some(key) => b.bearer_auth(key),
-                None => b,
-            }
+        let headers = |b: reqwest::RequestBuilder| match &self.api_key {
+            Some(key) => b.bearer_auth(key),
+            None => b,
         };
         // A Chat Completions stream has no error event that says "send again": a broken stream
         // is final.
         let (acc, attempts) =
-            retry::request(&self.retry, &endpoint, sink, build, |r, s| Box::pin(read(r, s)), |_| false).await?;
+            self.http.stream(&request_body(request), headers, sink, |r, s| Box::pin(read(r, s)), |_| false).await?;
         Ok(acc.finish(attempts, sink))
     }
 }
 
 /// Read the event stream up to `data: [DONE]`.
 async fn read(response: reqwest::Response, sink: &mut dyn TurnSink) -> Result<Accumulator> {
-    let mut events = std::pin::pin!(sse::events(NAME, response));
     let mut acc = Accumulator::default();
-    while let Some(event) = events.next().await {
-        let event = event?;
+    sse::read_until(NAME, response, "`data: [DONE]`", |event| {
         if event.data.trim() == "[DONE]" {
-            return Ok(acc);
+            return Ok(true);
         }
         acc.chunk(&sse::json(NAME, &event)?, sink)?;
-    }
-    Err(Error::Stream { provider: NAME, message: "the stream ended before `data: [DONE]`".into() })
+        Ok(false)
+    })
+    .await?;
+    Ok(acc)
 }
 
 /// A tool call being streamed.
@@ -202,9 +191,7 @@ impl Accumulator {
     /// Take one chunk.
     pub(crate) fn chunk(&mut self, chunk: &Value, sink: &mut dyn TurnSink) -> Result<()> {
         if let Some(e) = chunk.get("error") {
-            let kind = e.get("type").and_then(Value::as_str).unwrap_or("error").to_string();
-            let message = e.get("message").and_then(Value::as_str).unwrap_or_default().to_string();
-            return Err(Error::StreamError { provider: NAME, kind, message });
+            return Err(sse::stream_error(NAME, e));
         }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             let get = |p: &str| u.pointer(p).and_then(Value::as_u64).unwrap_or(0);
@@ -324,13 +311,7 @@ impl Accumulator {
 mod tests {
     use super::*;
     use crate::message::ToolDef;
-
-    struct Calls(Vec<ToolUse>);
-    impl TurnSink for Calls {
-        fn tool_use(&mut self, call: ToolUse) {
-            self.0.push(call);
-        }
-    }
+    use crate::provider::Calls;
 
     #[test]
     fn a_call_is_sent_when_the_next_begins_and_the_rest_at_finish() {

@@ -37,3 +37,14 @@ pub trait Provider: Send + Sync {
     /// reached, and the stream errors when the response breaks off or is malformed.
     async fn send(&self, request: &ModelRequest, sink: &mut dyn TurnSink) -> Result<ModelResponse>;
 }
+
+/// A sink that keeps the calls handed to it, for the providers' tests.
+#[cfg(test)]
+pub(crate) struct Calls(pub Vec<ToolUse>);
+
+#[cfg(test)]
+impl TurnSink for Calls {
+    fn tool_use(&mut self, call: ToolUse) {
+        self.0.push(call);
+    }
+}

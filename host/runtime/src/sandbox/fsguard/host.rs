@@ -2,7 +2,7 @@
 //! handed to wasmtime-wasi's own implementation; what it teaches the call's memory is noted.
 
 use super::GuardedFs;
-use super::memory::{Listing, MAX_RESOLVED};
+use super::memory::{Listing, MAX_RESOLVED, OpenAt};
 use super::resolve::{fd_path, names_itself, resolve_at};
 use std::path::Path;
 use toolhost_policy::FsAccess;
@@ -212,7 +212,7 @@ impl HostDescriptor for GuardedFs<'_> {
             // A read of a path known exactly (its directory was listed without a link).
             self.check_read_in("read", &parent, name)?;
             let real = parent.real.join(name);
-            return self.open_checked(fd, path_flags, path, oflags, flags, real).await;
+            return self.open_checked(fd, OpenAt { path_flags, path, oflags, flags }, real).await;
         }
         let (dir, _) = self.dir_of(&fd)?;
         if !write_check && self.guard.rules.check_reads {
@@ -221,7 +221,7 @@ impl HostDescriptor for GuardedFs<'_> {
             if exact {
                 // The last name is no link (an `lstat` says so).
                 self.check_read_of("read", &target)?;
-                return self.open_checked(fd, path_flags, path, oflags, flags, target).await;
+                return self.open_checked(fd, OpenAt { path_flags, path, oflags, flags }, target).await;
             }
         }
         if write_check && let Some(now) = self.writable_dir_now(&fd)? {
@@ -241,9 +241,7 @@ impl HostDescriptor for GuardedFs<'_> {
             self.inner.table.delete(opened)?;
             return Err(self.refuse(if write_check { "write" } else { "read" }, r));
         }
-        if matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
-            self.guard.dirs.insert(opened.rep(), real.into());
-        }
+        self.remember_dir(&opened, real)?;
         Ok(opened)
     }
 

@@ -42,6 +42,15 @@ pub(super) struct Parent {
     pub(super) refusable: bool,
 }
 
+/// The arguments of the guest's `open-at` after its descriptor, as it sent them: what
+/// [`GuardedFs::open_checked`] passes on (without following the last name).
+pub(super) struct OpenAt {
+    pub(super) path_flags: PathFlags,
+    pub(super) path: String,
+    pub(super) oflags: OpenFlags,
+    pub(super) flags: DescriptorFlags,
+}
+
 /// The last read check passed: descriptor, whether the last name was followed, and the path
 /// (its buffer reused, so remembering costs no allocation).
 #[derive(Debug, Default)]
@@ -256,18 +265,24 @@ impl GuardedFs<'_> {
     pub(super) async fn open_checked(
         &mut self,
         fd: Resource<Descriptor>,
-        path_flags: PathFlags,
-        path: String,
-        oflags: OpenFlags,
-        flags: DescriptorFlags,
+        open: OpenAt,
         real: PathBuf,
     ) -> FsResult<Resource<Descriptor>> {
+        let OpenAt { path_flags, path, oflags, flags } = open;
         let path_flags = path_flags & !PathFlags::SYMLINK_FOLLOW;
         let opened = self.inner.open_at(fd, path_flags, path, oflags, flags).await?;
-        if matches!(self.inner.table.get(&opened)?, Descriptor::Dir(_)) {
+        self.remember_dir(&opened, real)?;
+        Ok(opened)
+    }
+
+    /// Remember `real` as the real path of `opened` if it is a directory (paths beneath it are
+    /// resolved from there); a file needs no entry. For every open that the guard let through,
+    /// whether it checked before or after.
+    pub(super) fn remember_dir(&mut self, opened: &Resource<Descriptor>, real: PathBuf) -> FsResult<()> {
+        if matches!(self.inner.table.get(opened)?, Descriptor::Dir(_)) {
             self.guard.dirs.insert(opened.rep(), real.into());
         }
-        Ok(opened)
+        Ok(())
     }
 
     /// Whether a directory descriptor may be written.
