@@ -97,7 +97,7 @@ impl Access {
     ///
     /// # Errors
     ///
-    /// As [`Access::auth`].
+    /// As `Access::auth`.
     pub fn username(&self, registry: &str) -> Result<Option<String>> {
         Ok(match self.auth(registry)? {
             RegistryAuth::Basic(user, _) => Some(user),

@@ -4,7 +4,7 @@
 //! in the compile cache directory, so it is checked like it (owned by this user, writable by no
 //! one else: [`toolhost::private_dir`]) and no tool can be granted it (the runtime refuses a
 //! grant that overlaps the cache directory). Nothing here is trusted on its own: a component
-//! is read whole, without following a link, and comes out as a [`ToolSource`] pinned to the
+//! is read whole, without following a link, and comes out as a [`ToolSource`](toolhost::ToolSource) pinned to the
 //! digest asked for (the lock's), which the loader checks before compiling: one sha256 of the
 //! bytes per start (13 ms for an 18 MB Python component), not two.
 //!

@@ -174,7 +174,7 @@ impl ToolSource {
     }
 
     /// Check what the tool declares (its name, ceiling, read-only flag …) at load, before it is
-    /// registered: `Err(why)` refuses it with `why` (see [`DeclarationCheck`]).
+    /// registered: `Err(why)` refuses it with `why` (a `DeclarationCheck`).
     pub fn with_declaration_check(
         mut self,
         check: impl Fn(&ToolInfo) -> std::result::Result<(), String> + Send + Sync + 'static,
