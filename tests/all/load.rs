@@ -346,7 +346,7 @@ async fn a_configured_tool_set_loads_with_one_error_per_tool_that_did_not() {
         .config(config)
         .build()
         .unwrap();
-    let refused = Error::Load { origin: "an installed tool".into(), cause: LoadError::source("not in the lock") };
+    let refused = Error::Load { origin: "an installed tool".into(), cause: LoadError::embedder("not in the lock") };
     let others = vec![ToolSource::file(ws.path().join("sleep.wasm")), Err(refused)];
     let errors = rt.load_configured(toolhost_default_tools::sources(), others).await;
     let shown: Vec<String> = errors.iter().map(|e| toolhost::error_text(e)).collect();

@@ -288,19 +288,32 @@ async fn build_and_load(
     let mut others = Vec::new();
     if config.tools.values().any(|t| t.source.is_some()) {
         let (_, lock) = lock_for(args)?;
-        let store = store()?;
-        let installed = toolhost_registry::Installed {
-            config: &config,
-            lock: &lock,
-            store: &store,
-            workspace: &workspace,
-            locked: locked(args),
-        };
-        let (sources, warnings) = installed.sources();
-        for warning in warnings {
-            eprintln!("warning: {warning}");
+        match store() {
+            Ok(store) => {
+                let installed = toolhost_registry::Installed {
+                    config: &config,
+                    lock: &lock,
+                    store: &store,
+                    workspace: &workspace,
+                    locked: locked(args),
+                };
+                let (sources, warnings) = installed.sources();
+                for warning in warnings {
+                    eprintln!("warning: {warning}");
+                }
+                others.extend(sources);
+            }
+            // No store: each installed tool fails to load, and the others still do.
+            Err(e) => {
+                let why = format!("{e:#}");
+                others.extend(config.tools.values().filter_map(|t| t.source.as_ref()).map(|source| {
+                    Err(toolhost::Error::Load {
+                        origin: source.get_ref().to_string(),
+                        cause: toolhost::LoadError::embedder(why.clone()),
+                    })
+                }));
+            }
         }
-        others.extend(sources);
     }
     for dir in &args.tools {
         others.extend(wasm_files(dir)?.iter().map(ToolSource::file));

@@ -52,17 +52,21 @@ pub enum InstalledError {
         #[source]
         cause: Box<crate::Error>,
     },
-    /// With `--locked`, the config grants more than the lock records.
+    /// The config grants more than the lock records: refused with `--locked`, a warning
+    /// otherwise.
     #[error(
         "tools.{name}: the grant in the config is wider than the one in toolhost.lock ({}); run `toolhost update \
-         {name}` to lock it (refused: --locked, or CI=true)",
-        wider.join(", ")
+         {name}` to lock it{}",
+        wider.join(", "),
+        if *locked { " (refused: --locked, or CI=true)" } else { "" }
     )]
     WiderGrant {
         /// The tool.
         name: String,
         /// What the config grants beyond the lock.
         wider: Vec<String>,
+        /// Whether `--locked` is in force (then the tool is not loaded).
+        locked: bool,
     },
     /// The bytes are not in the store.
     #[error("tools.{name}")]
@@ -104,7 +108,7 @@ impl Installed<'_> {
             .map(|(name, source)| {
                 self.source(name, source, &mut warnings).map_err(|e| toolhost::Error::Load {
                     origin: source.to_string(),
-                    cause: toolhost::LoadError::source(e),
+                    cause: toolhost::LoadError::embedder(e),
                 })
             })
             .collect();
@@ -144,12 +148,11 @@ impl Installed<'_> {
         let now = effective(self.config, name, &capabilities(&entry.ceiling), false, self.workspace);
         let wider = SetDiff::new(&capabilities(&entry.grant), &capabilities(&now), self.workspace).widened;
         if !wider.is_empty() {
-            let refused = InstalledError::WiderGrant { name: name.into(), wider };
+            let wider = InstalledError::WiderGrant { name: name.into(), wider, locked: self.locked };
             if self.locked {
-                return Err(refused);
+                return Err(wider);
             }
-            let message = toolhost::error_text(&refused);
-            warnings.push(message.trim_end_matches(" (refused: --locked, or CI=true)").to_string());
+            warnings.push(wider.to_string());
         }
         let bytes = self
             .store

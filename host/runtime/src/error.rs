@@ -137,8 +137,9 @@ pub enum LoadError {
 }
 
 impl LoadError {
-    /// [`LoadError::Source`] from the embedder's error (or its message).
-    pub fn source(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+    /// [`LoadError::Source`] from the embedder's error (or its message). Not `source`: that
+    /// name is `std::error::Error`'s.
+    pub fn embedder(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         LoadError::Source(Arc::from(error.into()))
     }
 }

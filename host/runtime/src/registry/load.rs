@@ -166,7 +166,7 @@ impl Runtime {
         if let Some(check) = &source.declaration_check
             && let Err(why) = check.check(&info)
         {
-            return Err(load_error(LoadError::source(why)));
+            return Err(load_error(LoadError::embedder(why)));
         }
         let tool_config = self.config.tools.get(&name);
         if let Some(pin) = tool_config.and_then(|t| t.sha256.as_ref())
