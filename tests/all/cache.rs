@@ -5,7 +5,7 @@ use serde_json::json;
 use std::fs;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use toolhost::{EngineOptions, Error, LoadError, Runtime, Session, ToolEngine, ToolSource};
+use toolhost::{EngineOptions, Error, GrantError, LoadError, Runtime, Session, ToolEngine, ToolSource};
 use toolhost_tests::{call, guests, workspace};
 
 /// A runtime over `ws` caching in `cache_dir`, with a fresh engine, like a fresh process: an
@@ -91,7 +91,9 @@ async fn a_grant_including_the_cache_is_refused() {
     let err = inside.load(probe()).await.expect_err("a tool granted the cache loaded");
     let shown = toolhost::error_text(&err);
     let Error::Load { origin, cause } = err else { panic!("expected a load error, got {shown}") };
-    assert!(matches!(cause, LoadError::Grant { .. }), "{cause:?}");
+    let LoadError::Grant { name, cause: grant } = &cause else { panic!("{cause:?}") };
+    assert!(matches!(**grant, GrantError::ReachesPrivate { inside: false, .. }), "{grant:?}");
+    assert_eq!(name, "Probe");
     let message = toolhost::error_text(&cause);
     assert_eq!(origin, "probe.wasm");
     let cache_dir = inside.cache_dir().expect("the cache is in use").display().to_string();

@@ -101,10 +101,9 @@ pub enum LoadError {
         detail: WasmtimeError,
     },
     /// Its `schema` export failed, trapped or timed out, or described the tool in a way the
-    /// host refuses; also when an earlier load of the same bytes failed so (the message says
-    /// which, and how to try again).
-    #[error("{0}")]
-    Schema(Arc<str>),
+    /// host refuses; also when an earlier load of the same bytes failed so.
+    #[error(transparent)]
+    Schema(SchemaError),
     /// The tool and the config disagree (its name, pin or grant); the error has the config's
     /// position.
     #[error(transparent)]
@@ -122,12 +121,13 @@ pub enum LoadError {
     },
     /// A granted directory cannot be granted safely (it leaves its base through a link, or
     /// holds the compile cache).
-    #[error("tool {name}: {message}")]
+    #[error("tool {name}")]
     Grant {
         /// The tool.
         name: String,
-        /// Which directory, and why.
-        message: Arc<str>,
+        /// Which directory, and why (boxed: it is the largest cause, and rare).
+        #[source]
+        cause: Box<GrantError>,
     },
     /// The embedder could not produce the tool's bytes (an installed tool missing from its
     /// store, say), or a check of the embedder's refused what the tool declares; the error is
@@ -142,6 +142,147 @@ impl LoadError {
     pub fn embedder(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         LoadError::Source(Arc::from(error.into()))
     }
+}
+
+/// Why a tool's `schema` export gave no description the host can use ([`LoadError::Schema`]).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The export did not return within the load deadline.
+    #[error("its `schema` export did not return within {timeout_ms} ms (limits.load_timeout_ms)")]
+    TimedOut {
+        /// The deadline, `limits.load_timeout_ms`.
+        timeout_ms: u64,
+    },
+    /// The export trapped or returned an error.
+    #[error("its `schema` export failed ({kind}): {message}")]
+    Failed {
+        /// How it failed (`trap`, `out_of_memory`, `tool_error`, …).
+        kind: String,
+        /// What the tool or wasmtime said.
+        message: String,
+    },
+    /// The name is empty, too long or has characters outside `[A-Za-z0-9_-]`.
+    #[error("tool name {name:?} is invalid: use 1-64 characters from [A-Za-z0-9_-]")]
+    InvalidName {
+        /// The name the tool gave.
+        name: String,
+    },
+    /// The input schema does not parse as JSON.
+    #[error("tool {tool}: its input schema is not JSON")]
+    NotJson {
+        /// The tool.
+        tool: String,
+        /// The parser's error.
+        #[source]
+        error: Arc<serde_json::Error>,
+    },
+    /// The input schema is JSON but not an object.
+    #[error("tool {tool}: its input schema must be a JSON object")]
+    NotAnObject {
+        /// The tool.
+        tool: String,
+    },
+    /// The input schema is not a JSON Schema the validator accepts.
+    #[error("tool {tool}: its input schema is not a valid JSON Schema: {message}")]
+    NotASchema {
+        /// The tool.
+        tool: String,
+        /// The validator's account.
+        message: String,
+    },
+    /// `permission-subject` is not a JSON pointer.
+    #[error("tool {tool}: permission-subject {pointer:?} is not a JSON pointer (it must start with `/`)")]
+    BadSubject {
+        /// The tool.
+        tool: String,
+        /// What it gave.
+        pointer: String,
+    },
+    /// An earlier load of the same bytes failed, and its record says so; loading them again
+    /// would fail the same way.
+    #[error(
+        "{message} (remembered from an earlier load of these bytes, sha256 {sha256}; {})",
+        if *timed_out {
+            "raise limits.load_timeout_ms, change the file or update toolhost to try again"
+        } else {
+            "change the file or update toolhost to try again"
+        }
+    )]
+    Remembered {
+        /// The earlier failure's text.
+        message: String,
+        /// The bytes' digest (hex).
+        sha256: String,
+        /// Whether it ran out of time (a longer deadline tries again).
+        timed_out: bool,
+    },
+}
+
+/// Why a tool's grant cannot be given to it safely ([`LoadError::Grant`]).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum GrantError {
+    /// A granted directory's real path cannot be found.
+    #[error("cannot resolve granted directory {path}", path = path.display())]
+    Unresolvable {
+        /// The directory as granted.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        error: Arc<std::io::Error>,
+    },
+    /// A granted directory is, through a link, outside the directory it was named under.
+    #[error(
+        "granted directory {} really is {}, outside {} that it was named under (a link?); \
+         grant the real directory instead, or remove the link",
+        path.display(), real.display(), base.display()
+    )]
+    LeavesBase {
+        /// The directory as granted.
+        path: PathBuf,
+        /// Its real path.
+        real: PathBuf,
+        /// The (real) directory it was named under.
+        base: PathBuf,
+    },
+    /// A granted path cannot be given to the guest as a string.
+    #[error("granted path {path} is not UTF-8", path = path.display())]
+    NotUtf8 {
+        /// The path.
+        path: PathBuf,
+    },
+    /// A granted directory cannot be opened.
+    #[error("cannot open granted directory {path}", path = path.display())]
+    Unopenable {
+        /// Its real path.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        error: Arc<std::io::Error>,
+    },
+    /// The grant reaches a directory of the host's own (the compile cache, the trust state),
+    /// or lies inside one.
+    #[error(
+        "{}, {holds}; {fix}",
+        if *inside {
+            format!("the grant of {} lies inside {}", granted.display(), private.display())
+        } else {
+            format!("the grant includes {}", private.display())
+        }
+    )]
+    ReachesPrivate {
+        /// The granted directory (real path).
+        granted: PathBuf,
+        /// The host's directory.
+        private: PathBuf,
+        /// Whether the grant lies inside it (otherwise it holds it).
+        inside: bool,
+        /// What the host's directory holds.
+        holds: &'static str,
+        /// What to do instead.
+        fix: &'static str,
+    },
 }
 
 /// The whole text of an error: its `Display`, then each `source()` in turn, joined by `: `. A

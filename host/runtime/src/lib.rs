@@ -44,7 +44,9 @@ pub use call::permission::{AskAnswer, AskRequest, PermissionDecider};
 pub use call::refusal::{Refusal, RefusalKind};
 pub use call::result::{ContentBlock, ImageSource, ToolResult, content_text};
 pub use call::{CallOptions, Progress, ProgressFn};
-pub use error::{Error, LoadError, Result, SettingError, WasmtimeError, WorkspaceError, error_text};
+pub use error::{
+    Error, GrantError, LoadError, Result, SchemaError, SettingError, WasmtimeError, WorkspaceError, error_text,
+};
 pub use event::{Event, EventSink, input_sha256};
 pub use hooks::pins;
 pub use hooks::{HookEvent, HookInput, HookResponse, Hooks};

@@ -23,6 +23,7 @@
 //!
 //! The cache relies on Unix owners and permission bits.
 
+use crate::GrantError;
 use hmac::{Hmac, Mac};
 use rustix::fs::{Mode, OFlags};
 use sha2::{Digest, Sha256};
@@ -121,7 +122,7 @@ impl Cache {
     /// A message when a granted directory contains the cache directory or lies inside it: such
     /// a tool could read the key, or replace an entry, and have its own native code run by the
     /// next toolhost that loads it.
-    pub(crate) fn grant_overlap(&self, dirs: &[DirGrant]) -> Option<String> {
+    pub(crate) fn grant_overlap(&self, dirs: &[DirGrant]) -> Option<GrantError> {
         grant_overlap(
             &self.dir,
             "toolhost's compile cache (native code a tool could replace)",
@@ -256,17 +257,23 @@ fn deserialize(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
 /// A message when a granted directory contains `dir` (a private directory of the host's, canonical)
 /// or lies inside it. `what` names the directory and says what a tool could do there, `fix` what
 /// to do about it.
-pub(crate) fn grant_overlap(dir: &Path, what: &str, fix: &str, dirs: &[DirGrant]) -> Option<String> {
+pub(crate) fn grant_overlap(
+    dir: &Path,
+    holds: &'static str,
+    fix: &'static str,
+    dirs: &[DirGrant],
+) -> Option<GrantError> {
     dirs.iter().find_map(|d| {
         // Grants are normalised but may run through a symbolic link; compare real paths.
         let granted = d.path.canonicalize().unwrap_or_else(|_| d.path.clone());
-        if dir.starts_with(&granted) {
-            Some(format!("the grant includes {}, {what}; {fix}", dir.display()))
+        let inside = if dir.starts_with(&granted) {
+            false
         } else if granted.starts_with(dir) {
-            Some(format!("the grant of {} lies inside {}, {what}; {fix}", granted.display(), dir.display()))
+            true
         } else {
-            None
-        }
+            return None;
+        };
+        Some(GrantError::ReachesPrivate { granted, private: dir.to_path_buf(), inside, holds, fix })
     })
 }
 
@@ -574,13 +581,19 @@ mod tests {
     fn a_grant_over_the_cache_is_named() {
         let (tmp, cache, ..) = setup();
         let grant = |p: &Path| DirGrant { path: p.to_path_buf(), writable: false };
-        let m = cache.grant_overlap(&[grant(tmp.path())]).expect("a grant containing the cache");
+        let m = cache.grant_overlap(&[grant(tmp.path())]).expect("a grant containing the cache").to_string();
         assert!(m.contains(&cache.dir().display().to_string()) && m.contains("TOOLHOST_CACHE_DIR"), "{m}");
         assert!(cache.grant_overlap(&[grant(cache.dir())]).is_some(), "the cache itself");
         std::fs::create_dir(cache.dir().join("sub")).unwrap();
-        assert!(cache.grant_overlap(&[grant(&cache.dir().join("sub"))]).is_some(), "a directory inside it");
+        assert!(
+            matches!(
+                cache.grant_overlap(&[grant(&cache.dir().join("sub"))]),
+                Some(GrantError::ReachesPrivate { inside: true, .. })
+            ),
+            "a directory inside it"
+        );
         let beside = tmp.path().join("cache-beside");
         std::fs::create_dir(&beside).unwrap();
-        assert_eq!(cache.grant_overlap(&[grant(&beside)]), None, "a sibling whose name starts alike");
+        assert!(cache.grant_overlap(&[grant(&beside)]).is_none(), "a sibling whose name starts alike");
     }
 }

@@ -2,7 +2,7 @@
 //! they are not a component of our world), compile through the cache, link once into an
 //! `InstancePre`, and read the tool's schema with no capabilities.
 
-use crate::error::{Error, LoadError, Result, WasmtimeError};
+use crate::error::{Error, LoadError, Result, SchemaError, WasmtimeError};
 use crate::invoke::bindings::{PluginPre, TOOL_INTERFACE};
 use crate::invoke::{GetSchema, InvokeCtx, invoke};
 use crate::loading::cache::{self, Cache};
@@ -367,33 +367,32 @@ pub(crate) async fn describe(
     let remembered = engine.records.lock().unwrap_or_else(|e| e.into_inner()).get(sha).cloned().or_else(|| {
         cache.and_then(|c| c.read_record(&engine.engine, sha)).and_then(|b| serde_json::from_slice(&b).ok())
     });
-    let record = match remembered {
-        Some(LoadRecord::Schema(raw)) => return check_schema(raw).map_err(|m| source.err(LoadError::Schema(m.into()))),
+    let failed = |e: &SchemaError| LoadRecord::Failed {
+        message: e.to_string(),
+        timeout_ms: limits.load_timeout_ms,
+        timed_out: matches!(e, SchemaError::TimedOut { .. }),
+    };
+    // What is remembered: the schema, or the failure (one that fails the checks too, so that
+    // it is not run again).
+    let (result, record) = match remembered {
+        Some(LoadRecord::Schema(raw)) => return check_schema(raw).map_err(|e| source.err(LoadError::Schema(e))),
         Some(LoadRecord::Failed { message, timeout_ms, timed_out })
             if !(timed_out && limits.load_timeout_ms > timeout_ms) =>
         {
-            let retry = if timed_out {
-                "raise limits.load_timeout_ms, change the file or update toolhost to try again"
-            } else {
-                "change the file or update toolhost to try again"
-            };
-            return Err(source.err(LoadError::Schema(
-                format!("{message} (remembered from an earlier load of these bytes, sha256 {sha}; {retry})").into(),
-            )));
+            let remembered = SchemaError::Remembered { message, sha256: sha.to_string(), timed_out };
+            return Err(source.err(LoadError::Schema(remembered)));
         }
         // Only now is the code needed (a record, found above, makes it wait for a call).
-        _ => run_schema(engine, &*code.get(engine).await.map_err(|c| source.err(c))?, source, limits).await,
-    };
-    let result = match &record {
-        LoadRecord::Schema(raw) => check_schema(raw.clone()),
-        LoadRecord::Failed { message, .. } => Err(message.clone()),
-    };
-    // A schema that fails the checks is remembered as a failure, not run again.
-    let record = match (&result, record) {
-        (Err(message), LoadRecord::Schema(_)) => {
-            LoadRecord::Failed { message: message.clone(), timeout_ms: limits.load_timeout_ms, timed_out: false }
-        }
-        (_, record) => record,
+        _ => match run_schema(engine, &*code.get(engine).await.map_err(|c| source.err(c))?, source, limits).await {
+            Ok(raw) => match check_schema(raw.clone()) {
+                Ok(described) => (Ok(described), LoadRecord::Schema(raw)),
+                Err(e) => (Err(e.clone()), failed(&e)),
+            },
+            Err(e) => {
+                let record = failed(&e);
+                (Err(e), record)
+            }
+        },
     };
     if let Some(cache) = cache
         && let Ok(body) = serde_json::to_vec(&record)
@@ -401,16 +400,21 @@ pub(crate) async fn describe(
         cache.write_record(&engine.engine, sha, &body);
     }
     engine.records.lock().unwrap_or_else(|e| e.into_inner()).insert(sha.to_string(), record);
-    result.map_err(|m| source.err(LoadError::Schema(m.into())))
+    result.map_err(|e| source.err(LoadError::Schema(e)))
 }
 
 /// Call `schema` with no capabilities, under the load deadline.
-async fn run_schema(engine: &ToolEngine, compiled: &Compiled, source: &ToolSource, limits: &Limits) -> LoadRecord {
+async fn run_schema(
+    engine: &ToolEngine,
+    compiled: &Compiled,
+    source: &ToolSource,
+    limits: &Limits,
+) -> std::result::Result<RawSchema, SchemaError> {
     let limits = Limits { timeout_ms: limits.load_timeout_ms, ..limits.clone() };
     let empty = BTreeMap::new();
     let tls = match crate::sandbox::http::tls_config(&[]) {
         Ok(tls) => tls,
-        Err(message) => return LoadRecord::Failed { message, timeout_ms: limits.timeout_ms, timed_out: false },
+        Err(message) => return Err(SchemaError::Failed { kind: "host".into(), message }),
     };
     let cx = InvokeCtx {
         engine,
@@ -435,44 +439,32 @@ async fn run_schema(engine: &ToolEngine, compiled: &Compiled, source: &ToolSourc
         fs: Default::default(),
     };
     match invoke(cx, GetSchema).await {
-        Ok(s) => LoadRecord::Schema(s.into()),
-        Err(f) if f.kind == crate::call::outcome::OutcomeKind::Timeout => LoadRecord::Failed {
-            message: format!(
-                "its `schema` export did not return within {} ms (limits.load_timeout_ms)",
-                limits.timeout_ms
-            ),
-            timeout_ms: limits.timeout_ms,
-            timed_out: true,
-        },
-        Err(f) => LoadRecord::Failed {
-            message: format!("its `schema` export failed ({}): {}", f.kind, f.message),
-            timeout_ms: limits.timeout_ms,
-            timed_out: false,
-        },
+        Ok(s) => Ok(s.into()),
+        Err(f) if f.kind == crate::call::outcome::OutcomeKind::Timeout => {
+            Err(SchemaError::TimedOut { timeout_ms: limits.timeout_ms })
+        }
+        Err(f) => Err(SchemaError::Failed { kind: f.kind.to_string(), message: f.message }),
     }
 }
 
-fn check_schema(s: RawSchema) -> std::result::Result<(ToolInfo, jsonschema::Validator), String> {
+fn check_schema(s: RawSchema) -> std::result::Result<(ToolInfo, jsonschema::Validator), SchemaError> {
     let valid_name = !s.name.is_empty()
         && s.name.len() <= 64
         && s.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if !valid_name {
-        return Err(format!("tool name {:?} is invalid: use 1-64 characters from [A-Za-z0-9_-]", s.name));
+        return Err(SchemaError::InvalidName { name: s.name });
     }
     let input_schema: serde_json::Value = serde_json::from_str(&s.input_schema)
-        .map_err(|e| format!("tool {}: its input schema is not JSON: {e}", s.name))?;
+        .map_err(|e| SchemaError::NotJson { tool: s.name.clone(), error: Arc::new(e) })?;
     if !input_schema.is_object() {
-        return Err(format!("tool {}: its input schema must be a JSON object", s.name));
+        return Err(SchemaError::NotAnObject { tool: s.name });
     }
     let validator = jsonschema::validator_for(&input_schema)
-        .map_err(|e| format!("tool {}: its input schema is not a valid JSON Schema: {e}", s.name))?;
+        .map_err(|e| SchemaError::NotASchema { tool: s.name.clone(), message: e.to_string() })?;
     if let Some(p) = &s.permission_subject
         && !(p.is_empty() || p.starts_with('/'))
     {
-        return Err(format!(
-            "tool {}: permission-subject {p:?} is not a JSON pointer (it must start with `/`)",
-            s.name
-        ));
+        return Err(SchemaError::BadSubject { tool: s.name.clone(), pointer: p.clone() });
     }
     let info = ToolInfo {
         name: s.name,

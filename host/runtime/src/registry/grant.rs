@@ -5,7 +5,7 @@
 //! nothing of the runtime, so every rule of it can be read in one place.
 
 use super::GrantFrom;
-use crate::error::LoadError;
+use crate::error::{GrantError, LoadError};
 use crate::loading::cache::{Cache, grant_overlap};
 use crate::loading::loader::ToolInfo;
 use crate::sandbox::fsguard::Preopen;
@@ -66,7 +66,7 @@ pub(crate) fn resolve_grant(i: &GrantInputs<'_>) -> Result<ToolGrant, LoadError>
     let info = i.info;
     let name = info.name.as_str();
     let config_error = |e: toolhost_policy::ConfigError| LoadError::Config(Arc::new(e));
-    let grant_error = |message: String| LoadError::Grant { name: name.to_string(), message: message.into() };
+    let grant_error = |cause: GrantError| LoadError::Grant { name: name.to_string(), cause: Box::new(cause) };
     let tool_config = i.config.tools.get(name);
     let explicit = tool_config.and_then(|t| t.grant());
     if let Some(grant) = explicit {
@@ -101,19 +101,18 @@ pub(crate) fn resolve_grant(i: &GrantInputs<'_>) -> Result<ToolGrant, LoadError>
     let preopens = pin_dirs(&effective.dirs, &grant, &info.capabilities, i.workspace).map_err(grant_error)?;
     let real_dirs: Vec<DirGrant> =
         preopens.iter().map(|p| DirGrant { path: p.host.clone(), writable: p.writable }).collect();
-    if let Some(message) =
-        i.cache.and_then(|c| c.grant_overlap(&effective.dirs).or_else(|| c.grant_overlap(&real_dirs)))
+    if let Some(cause) = i.cache.and_then(|c| c.grant_overlap(&effective.dirs).or_else(|| c.grant_overlap(&real_dirs)))
     {
-        return Err(grant_error(message));
+        return Err(grant_error(cause));
     }
-    if let Some(message) = i.state_dir.and_then(|dir| {
+    if let Some(cause) = i.state_dir.and_then(|dir| {
         let (what, fix) = (
             "toolhost's private state (the pins that decide which config and hook files run unasked)",
             "set TOOLHOST_STATE_DIR to a directory outside every grant, or narrow the grant",
         );
         grant_overlap(dir, what, fix, &effective.dirs).or_else(|| grant_overlap(dir, what, fix, &real_dirs))
     }) {
-        return Err(grant_error(message));
+        return Err(grant_error(cause));
     }
     let own_policy = own_policy(i);
     let inside_workspace = effective.net.is_empty() && effective.dirs.iter().all(|d| d.path.starts_with(i.workspace));

@@ -3,6 +3,7 @@
 //! workspace when it was named inside it), and is opened then. Calls get duplicates of that
 //! handle (`fsguard/`), so a granted subdirectory replaced by a link later reaches nothing new.
 
+use crate::GrantError;
 use crate::sandbox::fsguard::Preopen;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,14 +13,14 @@ use toolhost_policy::{Capability, DirGrant, Grant, resolve};
 ///
 /// # Errors
 ///
-/// A message naming both paths when a directory's real path leaves a directory it was named
-/// under, or when it cannot be opened.
+/// [`GrantError::LeavesBase`] (naming both paths) when a directory's real path leaves a
+/// directory it was named under; the other kinds when it cannot be resolved or opened.
 pub(crate) fn pin_dirs(
     dirs: &[DirGrant],
     grant: &Grant,
     ceiling: &[Capability],
     workspace: &Path,
-) -> Result<Vec<Preopen>, String> {
+) -> Result<Vec<Preopen>, GrantError> {
     // Every directory a granted one may have been derived from, lexically and really.
     let mut bases: Vec<PathBuf> = grant.fs_read.iter().chain(&grant.fs_write).map(|p| resolve(p, workspace)).collect();
     bases.extend(ceiling.iter().filter_map(|c| match c {
@@ -32,21 +33,15 @@ pub(crate) fn pin_dirs(
         let real = dir
             .path
             .canonicalize()
-            .map_err(|e| format!("cannot resolve granted directory {}: {e}", dir.path.display()))?;
+            .map_err(|e| GrantError::Unresolvable { path: dir.path.clone(), error: Arc::new(e) })?;
         for base in bases.iter().filter(|b| dir.path.starts_with(b)) {
             let base_real = base.canonicalize().unwrap_or_else(|_| base.clone());
             if !real.starts_with(&base_real) {
-                return Err(format!(
-                    "granted directory {} really is {}, outside {} that it was named under (a link?); \
-                     grant the real directory instead, or remove the link",
-                    dir.path.display(),
-                    real.display(),
-                    base_real.display()
-                ));
+                return Err(GrantError::LeavesBase { path: dir.path.clone(), real, base: base_real });
             }
         }
-        let guest = dir.path.to_str().ok_or_else(|| format!("granted path {} is not UTF-8", dir.path.display()))?;
-        let handle = open_dir(&real).map_err(|e| format!("cannot open granted directory {}: {e}", real.display()))?;
+        let guest = dir.path.to_str().ok_or_else(|| GrantError::NotUtf8 { path: dir.path.clone() })?;
+        let handle = open_dir(&real).map_err(|e| GrantError::Unopenable { path: real.clone(), error: Arc::new(e) })?;
         preopens.push(Preopen {
             guest: guest.to_string(),
             host: real,
@@ -83,8 +78,10 @@ mod tests {
         let dir = |p: &str| DirGrant { path: ws_path.join(p), writable: false };
 
         let err = pin_dirs(&[dir("docs")], &grant("docs"), &ceiling, &ws_path).unwrap_err();
-        assert!(err.contains(&ws_path.join("docs").display().to_string()), "{err}");
-        assert!(err.contains(&out.path().canonicalize().unwrap().display().to_string()), "{err}");
+        let GrantError::LeavesBase { path, real, base } = &err else { panic!("{err:?}") };
+        assert_eq!((path, real, base), (&ws_path.join("docs"), &out.path().canonicalize().unwrap(), &ws_path));
+        let text = err.to_string();
+        assert!(text.contains(&ws_path.join("docs").display().to_string()), "{text}");
 
         // A link that stays inside is fine: the guest sees the named path, the handle is real.
         let ok = pin_dirs(&[dir("alias")], &grant("alias"), &ceiling, &ws_path).unwrap();
