@@ -129,6 +129,26 @@ pub enum LoadError {
         #[source]
         cause: Box<GrantError>,
     },
+    /// A component with nothing toolhost can call: no `toolhost:tool/tool`, no `wasi:cli/run`,
+    /// no exported function.
+    #[error(
+        "nothing to call: the component exports no function, no `toolhost:tool/tool` interface and no \
+         `wasi:cli/run` (its exports: {})",
+        if exports.is_empty() { "none".to_string() } else { exports.join(", ") }
+    )]
+    NothingToCall {
+        /// What it does export.
+        exports: Vec<String>,
+    },
+    /// One function of a function component cannot be a tool (a resource, stream or future
+    /// in its types, an async function); the component's other functions load.
+    #[error("{why}")]
+    Unsupported {
+        /// The function (`INTERFACE#FUNCTION`, or `FUNCTION`).
+        export: String,
+        /// Why, naming the function.
+        why: String,
+    },
     /// The embedder could not produce the tool's bytes (an installed tool missing from its
     /// store, say), or a check of the embedder's refused what the tool declares; the error is
     /// the embedder's, with its own chain.

@@ -33,6 +33,7 @@ mod error;
 mod event;
 mod hooks;
 mod invoke;
+mod kinds;
 mod loading;
 mod registry;
 mod sandbox;
@@ -50,6 +51,7 @@ pub use error::{
 pub use event::{Event, EventSink, input_sha256};
 pub use hooks::pins;
 pub use hooks::{HookEvent, HookInput, HookResponse, Hooks};
+pub use kinds::{FunctionExport, ToolKind};
 pub use loading::cache::private_dir;
 pub use loading::engine::{EngineOptions, ToolEngine};
 pub use loading::loader::{Inspection, Origin, ToolInfo, ToolSource, inspect};

@@ -263,6 +263,20 @@ limits_table!(tool_config {
         /// addresses (see [`crate::check_address`]); default false.
         #[serde(default)]
         pub allow_private_network: bool,
+        /// For a function component (a component exporting plain functions): which function
+        /// this entry is, as its default tool name (`echo`, `kinds_echo`) or as
+        /// `INTERFACE#FUNCTION` (`kinds#echo`, `test:fns/kinds#echo`). The entry's name is then
+        /// the tool's name, and the component's other functions are not loaded from `path`.
+        pub function: Option<Spanned<String>>,
+        /// For a function component or a command program, which cannot say it themselves:
+        /// whether calls may run in parallel with other concurrency-safe calls (default false).
+        pub concurrency_safe: Option<bool>,
+        /// For a function component or a command program: whether it never changes anything
+        /// (default false). A read-only tool is granted read-only access, whatever its grant.
+        pub read_only: Option<bool>,
+        /// For a function component or a command program: the description the model reads,
+        /// instead of the one from the component's documentation (or the generic one).
+        pub description: Option<String>,
     }
 });
 

@@ -69,6 +69,8 @@ impl Runtime {
         };
         let outcome = self.check_input(tool, &tool_use.input, "");
         let safe = match &outcome {
+            // A kind that cannot say: what the config says, or not.
+            Ok(_) if !tool.info.kind.describes_itself() => tool.concurrency_safe,
             Ok(input) => {
                 let options = CallOptions::default();
                 let cx = CallCtx::new(tool, &tool_use, SessionView::empty(), Access::Nothing, &options);

@@ -14,7 +14,9 @@ use crate::call::result::ContentBlock;
 use crate::call::result::{ToolResult, map_output};
 use crate::event::Event;
 use crate::hooks::{Combined, HookEvent};
-use crate::invoke::{Call, CallReturn, Validate};
+use crate::invoke::{Call, CallFunction, CallReturn, RunCommand, Validate};
+use crate::kinds::ToolKind;
+use crate::kinds::command::CommandInput;
 use crate::registry::{LoadedTool, Runtime};
 use crate::turns::schedule::Running;
 use crate::turns::session::{ContextFull, Session, SessionView, growth};
@@ -232,6 +234,11 @@ impl Runtime {
             Some(checked) => checked?,
             None => self.check_input(cx.tool, value, note)?,
         };
+        // Only a toolhost tool has a `validate` of its own; for the other kinds the schema
+        // (derived by the host) is the whole check.
+        if !cx.tool.info.kind.describes_itself() {
+            return Ok(input);
+        }
         match self.invoke(cx, Access::Nothing, Validate(&input), Vec::new()).await {
             Ok(Ok(())) => Ok(input),
             Ok(Err(message)) => Err(Refusal::new(RefusalKind::Validate, format!("{message}{note}"))),
@@ -243,7 +250,17 @@ impl Runtime {
     /// paths a person allowed this call to write although other programs run them.
     async fn call_tool(&self, cx: &CallCtx<'_>, input: &str, approved: Vec<PathBuf>) -> (ToolResult, Updates) {
         let (id, name, tool, view) = (cx.id(), cx.name(), cx.tool, &cx.view);
-        let output = match self.invoke(cx, cx.access, Call(input), approved).await {
+        let called = match &tool.info.kind {
+            ToolKind::Function { export } => {
+                self.invoke(cx, cx.access, CallFunction { export, input }, approved).await
+            }
+            ToolKind::Command => {
+                let value = serde_json::from_str(input).unwrap_or_default();
+                self.invoke(cx, cx.access, RunCommand(CommandInput::from_json(name, &value)), approved).await
+            }
+            _ => self.invoke(cx, cx.access, Call(input), approved).await,
+        };
+        let output = match called {
             Ok(CallReturn::Output(output)) => output,
             Ok(CallReturn::Failed(e)) => return (tool_error(id, name, e, false), Updates::default()),
             Ok(CallReturn::Limited(e)) => return (tool_error(id, name, e, true), Updates::default()),

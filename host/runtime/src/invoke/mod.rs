@@ -9,10 +9,15 @@
 
 pub(crate) mod adapter;
 pub(crate) mod bindings;
+pub(crate) mod foreign;
+
+pub(crate) use foreign::{CallFunction, RunCommand};
 
 use crate::call::outcome::{Failure, OutcomeKind, classify};
-use crate::invoke::bindings::{Plugin, PluginPre, ToolExports, ToolOutput, ToolSchema, WitToolError};
+use crate::invoke::bindings::{Plugin, ToolExports, ToolOutput, ToolSchema, WitToolError};
+use crate::kinds::command::CommandInput;
 use crate::loading::engine::ToolEngine;
+use crate::loading::loader::Pre;
 use crate::sandbox::capabilities::wasi_ctx;
 use crate::sandbox::capture::CapturePipe;
 use crate::sandbox::fsguard::{FsGuard, FsRules, Preopen};
@@ -37,7 +42,11 @@ pub(crate) trait Export {
     /// The export's WIT name, for the per-invocation timing log.
     const NAME: &'static str;
     /// Call the export on an instantiated tool.
-    async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<Self::Output>;
+    async fn call(&self, tool: &Instantiated, store: &mut Store<HostState>) -> wasmtime::Result<Self::Output>;
+    /// A command program's arguments and standard input, for its store.
+    fn command(&self) -> Option<&CommandInput> {
+        None
+    }
     /// The answer, seen with the store's state after the call (`call` adds the sandbox's notes).
     fn finish(output: Self::Output, _state: &HostState, _tool: &str) -> Self::Output {
         output
@@ -68,8 +77,8 @@ impl Export for GetSchema {
     type Output = ToolSchema;
     const POOLED: bool = false;
     const NAME: &'static str = "schema";
-    async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<ToolSchema> {
-        tool.call_schema(store).await
+    async fn call(&self, tool: &Instantiated, store: &mut Store<HostState>) -> wasmtime::Result<ToolSchema> {
+        tool.toolhost()?.call_schema(store).await
     }
 }
 
@@ -77,8 +86,8 @@ impl Export for IsConcurrencySafe<'_> {
     type Output = bool;
     const POOLED: bool = true;
     const NAME: &'static str = "is-concurrency-safe";
-    async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<bool> {
-        tool.call_is_concurrency_safe(store, self.0).await
+    async fn call(&self, tool: &Instantiated, store: &mut Store<HostState>) -> wasmtime::Result<bool> {
+        tool.toolhost()?.call_is_concurrency_safe(store, self.0).await
     }
 }
 
@@ -86,8 +95,8 @@ impl Export for Validate<'_> {
     type Output = Result<(), String>;
     const POOLED: bool = true;
     const NAME: &'static str = "validate";
-    async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<Result<(), String>> {
-        tool.call_validate(store, self.0).await
+    async fn call(&self, tool: &Instantiated, store: &mut Store<HostState>) -> wasmtime::Result<Result<(), String>> {
+        tool.toolhost()?.call_validate(store, self.0).await
     }
 }
 
@@ -95,36 +104,42 @@ impl Export for Call<'_> {
     type Output = CallReturn;
     const POOLED: bool = false;
     const NAME: &'static str = "call";
-    async fn call(&self, tool: &ToolExports, store: &mut Store<HostState>) -> wasmtime::Result<CallReturn> {
-        Ok(match tool.call_call(store, self.0).await? {
+    async fn call(&self, tool: &Instantiated, store: &mut Store<HostState>) -> wasmtime::Result<CallReturn> {
+        Ok(match tool.toolhost()?.call_call(store, self.0).await? {
             Ok(output) => CallReturn::Output(output),
             Err(err) => CallReturn::Failed(err),
         })
     }
 
     fn finish(output: CallReturn, state: &HostState, tool: &str) -> CallReturn {
-        match output {
-            CallReturn::Failed(mut err) | CallReturn::Limited(mut err) => {
-                // A tool that failed after the sandbox refused it network access, or after a
-                // network limit stopped it: say which host, which grant would allow it, which
-                // limit, whatever the tool itself reported.
-                let net = &state.net;
-                for note in [net.failure_note(tool), state.fs.note()].into_iter().flatten() {
-                    let (WitToolError::InvalidInput(m) | WitToolError::Denied(m) | WitToolError::Failed(m)) = &mut err;
-                    if !m.is_empty() {
-                        m.push('\n');
-                    }
-                    m.push_str(&note);
+        with_sandbox_notes(output, state, tool)
+    }
+}
+
+/// A call's answer with what the sandbox refused or limited added, so the model learns of it
+/// whatever the tool reported.
+pub(crate) fn with_sandbox_notes(output: CallReturn, state: &HostState, tool: &str) -> CallReturn {
+    match output {
+        CallReturn::Failed(mut err) | CallReturn::Limited(mut err) => {
+            // A tool that failed after the sandbox refused it network access, or after a
+            // network limit stopped it: say which host, which grant would allow it, which
+            // limit, whatever the tool itself reported.
+            let net = &state.net;
+            for note in [net.failure_note(tool), state.fs.note()].into_iter().flatten() {
+                let (WitToolError::InvalidInput(m) | WitToolError::Denied(m) | WitToolError::Failed(m)) = &mut err;
+                if !m.is_empty() {
+                    m.push('\n');
                 }
-                if net.breached() { CallReturn::Limited(err) } else { CallReturn::Failed(err) }
+                m.push_str(&note);
             }
-            CallReturn::Output(mut output) => {
-                // A refused write stays visible to the model even when the tool ignored it.
-                if let Some(note) = state.fs.note() {
-                    output.content.push(crate::invoke::bindings::WitContentBlock::Text(note));
-                }
-                CallReturn::Output(output)
+            if net.breached() { CallReturn::Limited(err) } else { CallReturn::Failed(err) }
+        }
+        CallReturn::Output(mut output) => {
+            // A refused write stays visible to the model even when the tool ignored it.
+            if let Some(note) = state.fs.note() {
+                output.content.push(crate::invoke::bindings::WitContentBlock::Text(note));
             }
+            CallReturn::Output(output)
         }
     }
 }
@@ -132,7 +147,7 @@ impl Export for Call<'_> {
 /// Everything one invocation needs besides the export.
 pub(crate) struct InvokeCtx<'a> {
     pub engine: &'a ToolEngine,
-    pub pre: &'a PluginPre<HostState>,
+    pub pre: &'a Pre,
     pub tool: &'a str,
     pub limits: &'a Limits,
     pub workspace: &'a Path,
@@ -167,7 +182,34 @@ pub(crate) struct FsCall {
 /// An instance and its store.
 pub(crate) struct Instance {
     store: Store<HostState>,
-    plugin: Option<Plugin>,
+    instance: Option<Instantiated>,
+}
+
+/// A component instantiated as what it is.
+pub(crate) enum Instantiated {
+    Toolhost(Plugin),
+    Functions(wasmtime::component::Instance),
+    Command(wasmtime_wasi::p2::bindings::Command),
+}
+
+impl Instantiated {
+    /// The toolhost interface's exports (only a toolhost tool has them).
+    fn toolhost(&self) -> wasmtime::Result<&ToolExports> {
+        match self {
+            Instantiated::Toolhost(plugin) => Ok(plugin.toolhost_tool_tool()),
+            _ => Err(wasmtime::format_err!("not a toolhost tool: it has no `toolhost:tool/tool` exports")),
+        }
+    }
+}
+
+impl Pre {
+    async fn instantiate(&self, store: &mut Store<HostState>) -> wasmtime::Result<Instantiated> {
+        Ok(match self {
+            Pre::Toolhost(pre) => Instantiated::Toolhost(pre.instantiate_async(store).await?),
+            Pre::Functions(pre) => Instantiated::Functions(pre.instantiate_async(store).await?),
+            Pre::Command(pre) => Instantiated::Command(pre.instantiate_async(store).await?),
+        })
+    }
 }
 
 /// Idle capability-free instances of one tool.
@@ -197,7 +239,7 @@ pub(crate) async fn invoke<E: Export>(mut cx: InvokeCtx<'_>, export: E) -> Resul
     let pool = if E::POOLED && cx.grant.is_none() { cx.pool } else { None };
     let mut instance = match pool.and_then(PurePool::take) {
         Some(instance) => instance,
-        None => new_instance(&mut cx)?,
+        None => new_instance(&mut cx, export.command())?,
     };
     let result = run(&mut instance, &cx, &export).await;
     if let (Some(pool), Ok(_)) = (pool, &result) {
@@ -207,14 +249,14 @@ pub(crate) async fn invoke<E: Export>(mut cx: InvokeCtx<'_>, export: E) -> Resul
     result
 }
 
-fn new_instance(cx: &mut InvokeCtx<'_>) -> Result<Instance, Failure> {
+fn new_instance(cx: &mut InvokeCtx<'_>, command: Option<&CommandInput>) -> Result<Instance, Failure> {
     // Captured, capped, and never shown to the model except for stderr's tail in errors.
     let stdout = CapturePipe::new(cx.limits.max_stdio_bytes);
     let stderr = CapturePipe::new(cx.limits.max_stdio_bytes);
     let net = Arc::new(
         NetAccess::for_grant(cx.grant, cx.net, NetLimits::new(cx.limits)).log_hosts(cx.call_env.hosts.clone()),
     );
-    let wasi = wasi_ctx(cx.grant, &net, cx.workspace, cx.env_vars, &stdout, &stderr)
+    let wasi = wasi_ctx(cx.grant, &net, cx.workspace, cx.env_vars, &stdout, &stderr, command)
         .map_err(|m| Failure::new(OutcomeKind::HostError, m))?;
     let max_memory = usize::try_from(cx.limits.memory_mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
     let fs = match cx.grant {
@@ -224,10 +266,10 @@ fn new_instance(cx: &mut InvokeCtx<'_>) -> Result<Instance, Failure> {
         }
         None => FsGuard::default(),
     };
-    let state = HostState::new(wasi, net, cx.tls.clone(), cx.call_env.clone(), max_memory, stderr, fs);
+    let state = HostState::new(wasi, net, cx.tls.clone(), cx.call_env.clone(), max_memory, (stdout, stderr), fs);
     let mut store = Store::new(&cx.engine.engine, state);
     store.limiter(|s| &mut s.limiter);
-    Ok(Instance { store, plugin: None })
+    Ok(Instance { store, instance: None })
 }
 
 async fn run<E: Export>(instance: &mut Instance, cx: &InvokeCtx<'_>, export: &E) -> Result<E::Output, Failure> {
@@ -258,20 +300,20 @@ async fn run<E: Export>(instance: &mut Instance, cx: &InvokeCtx<'_>, export: &E)
         Ok(UpdateDeadline::Yield(1))
     });
 
-    let plugin = &mut instance.plugin;
+    let instantiated = &mut instance.instance;
     // Where an invocation's time goes (`TOOLHOST_LOG=toolhost=debug`): instantiation apart
     // from the export itself. Clocks are read only when the line will be written.
     let timed = tracing::enabled!(tracing::Level::DEBUG);
     let call = async {
         let started = timed.then(Instant::now);
-        let fresh = plugin.is_none();
+        let fresh = instantiated.is_none();
         if fresh {
-            *plugin = Some(cx.pre.instantiate_async(&mut *store).await?);
+            *instantiated = Some(cx.pre.instantiate(&mut *store).await?);
         }
-        let instantiated = timed.then(Instant::now);
-        let tool = plugin.as_ref().expect("instantiated above").toolhost_tool_tool();
+        let ready = timed.then(Instant::now);
+        let tool = instantiated.as_ref().expect("instantiated above");
         let output = export.call(tool, &mut *store).await;
-        if let (Some(started), Some(instantiated)) = (started, instantiated) {
+        if let (Some(started), Some(instantiated)) = (started, ready) {
             tracing::debug!(
                 "invoked {} {} on a {} instance: instantiate {} µs, export {} µs",
                 cx.tool,

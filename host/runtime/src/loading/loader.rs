@@ -7,6 +7,7 @@ use crate::invoke::bindings::{PluginPre, TOOL_INTERFACE};
 use crate::invoke::{GetSchema, InvokeCtx, invoke};
 use crate::loading::cache::{self, Cache};
 use crate::loading::engine::ToolEngine;
+use crate::kinds::{self, ToolKind};
 use crate::loading::record::{LoadRecord, RawSchema};
 use crate::sandbox::state::{CallEnv, HostState};
 use serde::Serialize;
@@ -15,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use toolhost_policy::{Capability, Limits};
-use wasmtime::component::Component;
+use wasmtime::component::{Component, InstancePre};
+use wasmtime_wasi::p2::bindings::CommandPre;
 
 /// Where a tool came from; used in every message about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -208,14 +210,56 @@ pub struct ToolInfo {
     pub permission_subject: Option<String>,
     /// Whether it never mutates anything.
     pub read_only: bool,
-    /// Its capability ceiling.
+    /// Its capability ceiling (empty for a kind that has none: the grant alone decides).
     pub capabilities: Vec<Capability>,
+    /// What kind of component it is.
+    pub kind: ToolKind,
 }
 
 /// A compiled, linked component.
 pub(crate) struct Compiled {
     pub component: Component,
-    pub pre: PluginPre<HostState>,
+    pub pre: Pre,
+}
+
+/// A linked component, ready to instantiate as what it is.
+pub(crate) enum Pre {
+    /// A toolhost tool.
+    Toolhost(PluginPre<HostState>),
+    /// A function component.
+    Functions(InstancePre<HostState>),
+    /// A command program.
+    Command(CommandPre<HostState>),
+}
+
+impl Pre {
+    /// What `component` is, by its exports: any version of toolhost's interface makes it a
+    /// toolhost tool (one of another version is refused, not taken for plain functions),
+    /// then `wasi:cli/run` a command program, then any exported function a function
+    /// component.
+    fn new(
+        engine: &ToolEngine,
+        component: &Component,
+        pre: InstancePre<HostState>,
+    ) -> std::result::Result<Pre, LoadError> {
+        let ty = component.component_type();
+        let names: Vec<String> = ty.exports(&engine.engine).map(|(name, _)| name.to_string()).collect();
+        let exports = |prefix: &str| names.iter().any(|n| n.starts_with(prefix));
+        if exports("toolhost:tool/tool@") {
+            return PluginPre::new(pre)
+                .map(Pre::Toolhost)
+                .map_err(|e| LoadError::NotATool { interface: TOOL_INTERFACE, detail: WasmtimeError::new(e) });
+        }
+        if exports("wasi:cli/run@0.2.") {
+            return CommandPre::new(pre)
+                .map(Pre::Command)
+                .map_err(|e| LoadError::NotATool { interface: "wasi:cli/run@0.2", detail: WasmtimeError::new(e) });
+        }
+        if kinds::functions::exported(&engine.engine, component).is_empty() {
+            return Err(LoadError::NothingToCall { exports: names });
+        }
+        Ok(Pre::Functions(pre))
+    }
 }
 
 /// A tool's code, compiled (or taken from the cache or the binary) and linked when first
@@ -327,8 +371,7 @@ async fn compile(engine: &ToolEngine, source: &ToolSource, sha256: &str, cache: 
     };
     let instance_pre =
         engine.linker.instantiate_pre(&component).map_err(|e| source.err(LoadError::Link(WasmtimeError::new(e))))?;
-    let pre = PluginPre::new(instance_pre)
-        .map_err(|e| source.err(LoadError::NotATool { interface: TOOL_INTERFACE, detail: WasmtimeError::new(e) }))?;
+    let pre = Pre::new(engine, &component, instance_pre).map_err(|e| source.err(e))?;
     Ok(Compiled { component, pre })
 }
 
@@ -353,16 +396,21 @@ fn precompiled(engine: &ToolEngine, source: &ToolSource, sha256: &str) -> Option
     }
 }
 
-/// The tool's checked schema: remembered from an earlier load of the same bytes, or read by
-/// calling `schema` with no capabilities under `limits` (whose `load_timeout_ms` is the
-/// deadline), and remembered.
+/// One tool of a component, described; or why it cannot be offered (one function of a
+/// function component, whose other functions load).
+pub(crate) type Described = std::result::Result<(ToolInfo, jsonschema::Validator), LoadError>;
+
+/// The component's tools, described: remembered from an earlier load of the same bytes, or
+/// learned and remembered. A toolhost tool's schema is read by calling `schema` with no
+/// capabilities under `limits` (whose `load_timeout_ms` is the deadline); a function
+/// component's and a command program's come from their types, without running their code.
 pub(crate) async fn describe(
     engine: &ToolEngine,
     code: &Code,
     source: &ToolSource,
     limits: &Limits,
     cache: Option<&Cache>,
-) -> Result<(ToolInfo, jsonschema::Validator)> {
+) -> Result<Vec<Described>> {
     let sha = code.sha256();
     let remembered = engine.records.lock().unwrap_or_else(|e| e.into_inner()).get(sha).cloned().or_else(|| {
         cache.and_then(|c| c.read_record(&engine.engine, sha)).and_then(|b| serde_json::from_slice(&b).ok())
@@ -375,7 +423,11 @@ pub(crate) async fn describe(
     // What is remembered: the schema, or the failure (one that fails the checks too, so that
     // it is not run again).
     let (result, record) = match remembered {
-        Some(LoadRecord::Schema(raw)) => return check_schema(raw).map_err(|e| source.err(LoadError::Schema(e))),
+        Some(LoadRecord::Schema(raw)) => {
+            return check_schema(raw).map(|d| vec![Ok(d)]).map_err(|e| source.err(LoadError::Schema(e)));
+        }
+        Some(LoadRecord::Functions { functions }) => return Ok(kinds::functions::described(functions)),
+        Some(LoadRecord::Command) => return Ok(vec![kinds::command::described(source)]),
         Some(LoadRecord::Failed { message, timeout_ms, timed_out })
             if !(timed_out && limits.load_timeout_ms > timeout_ms) =>
         {
@@ -383,16 +435,26 @@ pub(crate) async fn describe(
             return Err(source.err(LoadError::Schema(remembered)));
         }
         // Only now is the code needed (a record, found above, makes it wait for a call).
-        _ => match run_schema(engine, &*code.get(engine).await.map_err(|c| source.err(c))?, source, limits).await {
-            Ok(raw) => match check_schema(raw.clone()) {
-                Ok(described) => (Ok(described), LoadRecord::Schema(raw)),
-                Err(e) => (Err(e.clone()), failed(&e)),
-            },
-            Err(e) => {
-                let record = failed(&e);
-                (Err(e), record)
+        _ => {
+            let compiled = code.get(engine).await.map_err(|c| source.err(c))?;
+            match &compiled.pre {
+                Pre::Functions(_) => {
+                    let functions = kinds::functions::describe(&engine.engine, &compiled.component, &source.bytes);
+                    (Ok(kinds::functions::described(functions.clone())), LoadRecord::Functions { functions })
+                }
+                Pre::Command(_) => (Ok(vec![kinds::command::described(source)]), LoadRecord::Command),
+                Pre::Toolhost(_) => match run_schema(engine, &compiled, source, limits).await {
+                    Ok(raw) => match check_schema(raw.clone()) {
+                        Ok(described) => (Ok(vec![Ok(described)]), LoadRecord::Schema(raw)),
+                        Err(e) => (Err(e.clone()), failed(&e)),
+                    },
+                    Err(e) => {
+                        let record = failed(&e);
+                        (Err(e), record)
+                    }
+                },
             }
-        },
+        }
     };
     if let Some(cache) = cache
         && let Ok(body) = serde_json::to_vec(&record)
@@ -473,6 +535,7 @@ fn check_schema(s: RawSchema) -> std::result::Result<(ToolInfo, jsonschema::Vali
         permission_subject: s.permission_subject,
         read_only: s.read_only,
         capabilities: s.capabilities,
+        kind: ToolKind::Toolhost,
     };
     Ok((info, validator))
 }
@@ -481,8 +544,12 @@ fn check_schema(s: RawSchema) -> std::result::Result<(ToolInfo, jsonschema::Vali
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct Inspection {
-    /// The tool's schema.
+    /// The tool's schema (the first tool's, for a function component of several).
     pub info: ToolInfo,
+    /// Every tool the component offers (one, except for a function component).
+    pub tools: Vec<ToolInfo>,
+    /// The functions of a function component that cannot be tools, and why.
+    pub refused: Vec<String>,
     /// The component's imports (WIT interface names).
     pub imports: Vec<String>,
     /// The component's exports.
@@ -509,10 +576,24 @@ pub async fn inspect(engine: &ToolEngine, source: &ToolSource, cache_dir: Option
         pending: Default::default(),
         ready: tokio::sync::OnceCell::new_with(Some(Ok(Arc::new(compiled)))),
     };
-    let (info, _) = describe(engine, &code, source, &Limits::default(), cache.as_ref()).await?;
+    let mut tools = Vec::new();
+    let mut refused = Vec::new();
+    for described in describe(engine, &code, source, &Limits::default(), cache.as_ref()).await? {
+        match described {
+            Ok((info, _)) => tools.push(info),
+            Err(e) if tools.is_empty() && refused.is_empty() && !matches!(e, LoadError::Unsupported { .. }) => {
+                return Err(source.err(e));
+            }
+            Err(e) => refused.push(crate::error_text(&e)),
+        }
+    }
+    let Some(info) = tools.first().cloned() else {
+        let why = refused.join("; ");
+        return Err(source.err(LoadError::Unsupported { export: String::new(), why }));
+    };
     let compiled = code.get(engine).await.map_err(|c| source.err(c))?;
     let ty = compiled.component.component_type();
     let imports = ty.imports(&engine.engine).map(|(name, _)| name.to_string()).collect();
     let exports = ty.exports(&engine.engine).map(|(name, _)| name.to_string()).collect();
-    Ok(Inspection { info, imports, exports, size: source.bytes.len(), sha256: code.sha256 })
+    Ok(Inspection { info, tools, refused, imports, exports, size: source.bytes.len(), sha256: code.sha256 })
 }

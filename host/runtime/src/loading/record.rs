@@ -3,6 +3,7 @@
 //! them) do not depend on each other.
 
 use crate::invoke::bindings::{ToolSchema, WitCapability};
+use crate::kinds::functions::FunctionRecord;
 use serde::{Deserialize, Serialize};
 use toolhost_policy::Capability;
 
@@ -15,6 +16,10 @@ use toolhost_policy::Capability;
 pub(crate) enum LoadRecord {
     /// The schema, as the tool returned it; it passed the checks.
     Schema(RawSchema),
+    /// A function component: its functions, described from its types and documentation.
+    Functions { functions: Vec<FunctionRecord> },
+    /// A command program (`wasi:cli/run`).
+    Command,
     /// Why it cannot be loaded.
     Failed {
         message: String,

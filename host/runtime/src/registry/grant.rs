@@ -33,6 +33,8 @@ pub(crate) struct GrantInputs<'a> {
     pub shared_refuses_reads: bool,
     /// What the config's hooks run (a grant that may write there is warned about).
     pub hook_paths: &'a [PathBuf],
+    /// The grant of the policy file beside the component (`NAME.policy.yaml`), if it has one.
+    pub policy_file: Option<&'a Grant>,
 }
 
 /// A tool's resolved grant.
@@ -74,15 +76,27 @@ pub(crate) fn resolve_grant(i: &GrantInputs<'_>) -> Result<ToolGrant, LoadError>
             return Err(config_error(i.config.tool_error(name, &format!("grant.{message}"))));
         }
         let excess = grant_excess(&info.capabilities, grant, i.workspace);
-        if !excess.is_empty() {
+        if info.kind.describes_itself() && !excess.is_empty() {
             return Err(config_error(i.config.grant_error(name, &excess)));
         }
     }
-    let (grant, from) = match explicit {
-        Some(grant) => (grant.clone(), GrantFrom::Config),
-        None => (i.default_grant.clone(), GrantFrom::Default),
+    // A toolhost tool declares its ceiling; the other kinds have none, so the grant is all
+    // they get, and without one they get nothing (never the default grant, which assumes a
+    // ceiling narrows it).
+    let has_ceiling = info.kind.describes_itself();
+    let (grant, from) = match (explicit, i.policy_file) {
+        (Some(grant), _) => (grant.clone(), GrantFrom::Config),
+        (None, Some(grant)) => (grant.clone(), GrantFrom::PolicyFile),
+        (None, None) if has_ceiling => (i.default_grant.clone(), GrantFrom::Default),
+        (None, None) => (Grant::none(), GrantFrom::Nothing),
     };
-    let mut effective = effective_grant(&info.capabilities, &grant, i.workspace);
+    if let Some(grant) = i.policy_file.filter(|_| from == GrantFrom::PolicyFile)
+        && let Some(message) = grant.pattern_errors().first()
+    {
+        return Err(config_error(i.config.tool_error(name, &format!("policy file: {message}"))));
+    }
+    let ceiling = if has_ceiling { info.capabilities.clone() } else { grant.capabilities(i.workspace) };
+    let mut effective = effective_grant(&ceiling, &grant, i.workspace);
     effective.allow_private_network = tool_config.is_some_and(|t| t.allow_private_network);
     if info.read_only {
         effective = effective.read_only();
@@ -98,7 +112,7 @@ pub(crate) fn resolve_grant(i: &GrantInputs<'_>) -> Result<ToolGrant, LoadError>
         }
         ok
     });
-    let preopens = pin_dirs(&effective.dirs, &grant, &info.capabilities, i.workspace).map_err(grant_error)?;
+    let preopens = pin_dirs(&effective.dirs, &grant, &ceiling, i.workspace).map_err(grant_error)?;
     let real_dirs: Vec<DirGrant> =
         preopens.iter().map(|p| DirGrant { path: p.host.clone(), writable: p.writable }).collect();
     if let Some(cause) = i.cache.and_then(|c| c.grant_overlap(&effective.dirs).or_else(|| c.grant_overlap(&real_dirs)))

@@ -5,14 +5,16 @@
 use super::grant::{GrantInputs, ToolGrant, resolve_grant};
 use super::{LoadedTool, Runtime};
 use crate::error::{Error, LoadError, Result};
-use crate::loading::loader::{self, Origin, ToolInfo, ToolSource};
+use crate::kinds::ToolKind;
+use crate::loading::loader::{self, Described, Origin, ToolInfo, ToolSource};
 use std::path::Path;
 use std::sync::Arc;
 use toolhost_policy::Capability;
 
 /// A tool compiled and described, not yet registered.
 struct Prepared {
-    code: loader::Code,
+    /// Shared by the tools of one component (a function component's functions).
+    code: Arc<loader::Code>,
     info: ToolInfo,
     validator: jsonschema::Validator,
 }
@@ -34,9 +36,27 @@ impl Runtime {
     /// world, a failing `schema` export, a bad schema, a sha256 mismatch, a name other than
     /// the one required, or a name the config gives to another file;
     /// [`Error::Duplicate`] if the name is taken (the loaded tool stays).
+    ///
+    /// A function component offers one tool per exported function: all are registered, and
+    /// this returns the first one's name (or, if none loaded, the first error);
+    /// [`Runtime::load_tools`] says what happened to each.
     pub async fn load(&mut self, source: ToolSource) -> Result<String> {
-        let prepared = self.prepare(&source).await?;
-        self.register(source, prepared)
+        let mut results = self.load_tools(source).await.into_iter();
+        let first = results.next().expect("a component offers at least one tool or fails");
+        if first.is_ok() {
+            return first;
+        }
+        results.find(Result::is_ok).unwrap_or(first)
+    }
+
+    /// Load every tool of a component (one, except for a function component, which offers
+    /// one per exported function): one result per tool, in the component's order; an error
+    /// of the whole component is the only result.
+    pub async fn load_tools(&mut self, source: ToolSource) -> Vec<Result<String>> {
+        match self.prepare(&source).await {
+            Ok(tools) => tools.into_iter().map(|p| p.and_then(|p| self.register(&source, p))).collect(),
+            Err(e) => vec![Err(e)],
+        }
     }
 
     /// Load the tool set of a config in one step, as `toolhost` does: `defaults` (e.g. the
@@ -73,21 +93,26 @@ impl Runtime {
 
     /// Load many tools at once: compiled and described in parallel (so a tool that hangs at
     /// load delays the others by nothing but its own deadline), then registered in the order
-    /// given, as [`Runtime::load`] would one by one. One result per source, in order.
+    /// given, as [`Runtime::load_tools`] would one by one. One result per tool, in order (one
+    /// per source, except for function components).
     pub async fn load_all(&mut self, sources: Vec<ToolSource>) -> Vec<Result<String>> {
         let prepared = {
             let this = &*self;
             futures::future::join_all(sources.iter().map(|s| this.prepare(s))).await
         };
-        sources
-            .into_iter()
-            .zip(prepared)
-            .map(|(source, prepared)| prepared.and_then(|p| self.register(source, p)))
-            .collect()
+        let mut results = Vec::with_capacity(sources.len());
+        for (source, prepared) in sources.iter().zip(prepared) {
+            match prepared {
+                Ok(tools) => results.extend(tools.into_iter().map(|p| p.and_then(|p| self.register(source, p)))),
+                Err(e) => results.push(Err(e)),
+            }
+        }
+        results
     }
 
-    /// Check the bytes (and pins) before anything else, compile and describe.
-    async fn prepare(&self, source: &ToolSource) -> Result<Prepared> {
+    /// Check the bytes (and pins) before anything else, compile and describe: the
+    /// component's tools, each prepared or refused.
+    async fn prepare(&self, source: &ToolSource) -> Result<Vec<Result<Prepared>>> {
         let known = source.known_name();
         let config_pin = known.and_then(|n| self.config.tools.get(n)).and_then(|t| t.sha256.as_ref());
         if let (Some(pin), Some(want)) = (config_pin, &source.expected_sha256)
@@ -97,17 +122,71 @@ impl Runtime {
         }
         let pin = source.expected_sha256.as_deref().or(config_pin.map(|p| p.get_ref().as_str()));
         let sha256 = loader::check_bytes(source, pin)?;
-        let code = loader::Code::new(source, sha256, self.cache.as_ref());
+        let code = Arc::new(loader::Code::new(source, sha256, self.cache.as_ref()));
         let limits = match known {
             Some(name) => self.config.limits_for(name),
             None => self.config.global_limits(),
         };
-        let (info, validator) = loader::describe(&self.engine, &code, source, &limits, self.cache.as_ref()).await?;
-        Ok(Prepared { code, info, validator })
+        let described = loader::describe(&self.engine, &code, source, &limits, self.cache.as_ref()).await?;
+        let described = self.select_function(source, described)?;
+        Ok(described
+            .into_iter()
+            .map(|d| d.map(|(info, validator)| Prepared { code: code.clone(), info, validator }).map_err(|e| source.err(e)))
+            .collect())
+    }
+
+    /// A function component loaded under a name (`[tools.NAME] path`, an installed tool's
+    /// name) is one of its functions: the one `[tools.NAME] function` names, or its only one.
+    fn select_function(&self, source: &ToolSource, described: Vec<Described>) -> Result<Vec<Described>> {
+        let is_function = |d: &Described| matches!(d, Ok((info, _)) if matches!(info.kind, ToolKind::Function { .. }))
+            || matches!(d, Err(LoadError::Unsupported { .. }));
+        let Some(name) = source.known_name() else { return Ok(described) };
+        if !described.iter().any(is_function) {
+            return Ok(described);
+        }
+        let config_error = |message: String| {
+            source.err(LoadError::Config(Arc::new(self.config.tool_error(name, &message))))
+        };
+        let export_of = |d: &Described| match d {
+            Ok((ToolInfo { kind: ToolKind::Function { export }, name, .. }, _)) => (export.to_string(), name.clone()),
+            Ok((info, _)) => (info.name.clone(), info.name.clone()),
+            Err(LoadError::Unsupported { export, .. }) => (export.clone(), export.clone()),
+            Err(_) => (String::new(), String::new()),
+        };
+        let available = described.iter().map(|d| export_of(d).1).collect::<Vec<_>>().join(", ");
+        let spec = self.config.tools.get(name).and_then(|t| t.function.as_ref()).map(|s| s.get_ref().clone());
+        let chosen = match &spec {
+            Some(spec) => described.into_iter().find(|d| match d {
+                Ok((ToolInfo { kind: ToolKind::Function { export }, name, .. }, _)) => name == spec || export.matches(spec),
+                Err(LoadError::Unsupported { export, .. }) => export == spec,
+                _ => false,
+            }),
+            None if described.len() == 1 => described.into_iter().next(),
+            None => {
+                return Err(config_error(format!(
+                    "{} exports {} functions ({}); say which this tool is with `function = \"NAME\"`",
+                    source.origin,
+                    described.len(),
+                    available
+                )));
+            }
+        };
+        match chosen {
+            Some(Ok((mut info, validator))) => {
+                info.name = name.to_string();
+                Ok(vec![Ok((info, validator))])
+            }
+            Some(Err(e)) => Ok(vec![Err(e)]),
+            None => Err(config_error(format!(
+                "{} exports no function {:?} (its functions: {available})",
+                source.origin,
+                spec.unwrap_or_default()
+            ))),
+        }
     }
 
     /// Check a prepared tool against the config and the tools already loaded, and register it.
-    fn register(&mut self, source: ToolSource, prepared: Prepared) -> Result<String> {
+    fn register(&mut self, source: &ToolSource, prepared: Prepared) -> Result<String> {
         let Prepared { code, mut info, validator } = prepared;
         if let Some(name) = &source.rename {
             info.name = name.clone();
@@ -169,6 +248,33 @@ impl Runtime {
             return Err(load_error(LoadError::embedder(why)));
         }
         let tool_config = self.config.tools.get(&name);
+        // What a function component or a command program cannot say about itself, the
+        // config may; a toolhost tool says it itself, so there these keys are mistakes.
+        if let Some(t) = tool_config {
+            if info.kind.describes_itself() {
+                let given: Vec<&str> = [
+                    ("function", t.function.is_some()),
+                    ("concurrency_safe", t.concurrency_safe.is_some()),
+                    ("read_only", t.read_only.is_some()),
+                    ("description", t.description.is_some()),
+                ]
+                .into_iter()
+                .filter_map(|(key, set)| set.then_some(key))
+                .collect();
+                if !given.is_empty() {
+                    let message = format!(
+                        "{} is for function components and command programs; {name} is a toolhost tool, which says this itself",
+                        given.join(", ")
+                    );
+                    return Err(config_error(self.config.tool_error(&name, &message)));
+                }
+            } else {
+                info.read_only = t.read_only.unwrap_or(false);
+                if let Some(description) = &t.description {
+                    info.description = description.clone();
+                }
+            }
+        }
         if let Some(pin) = tool_config.and_then(|t| t.sha256.as_ref())
             && !pin.get_ref().eq_ignore_ascii_case(code.sha256())
         {
@@ -188,6 +294,7 @@ impl Runtime {
             deny_rules: &self.permissions.rules.deny,
             shared_refuses_reads: self.fs_policy.refuses_reads(),
             hook_paths: &self.hook_paths,
+            policy_file: None,
         })
         .map_err(load_error)?;
         if let Origin::File(path) = &source.origin
@@ -218,6 +325,7 @@ impl Runtime {
             preopens: preopens.into(),
             own_policy,
             check_reads,
+            concurrency_safe: tool_config.and_then(|t| t.concurrency_safe).unwrap_or(false),
             code,
             pure_pool: Default::default(),
         };

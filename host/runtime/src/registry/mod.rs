@@ -62,9 +62,12 @@ pub struct LoadedTool {
     pub(crate) own_policy: Option<Arc<PathPolicy>>,
     /// Whether reads can be refused for this tool (some deny rule concerns reading).
     pub(crate) check_reads: bool,
+    /// For a kind that cannot say (a function, a command program): whether its calls may
+    /// overlap (`[tools.NAME] concurrency_safe`, default false).
+    pub(crate) concurrency_safe: bool,
     /// Where its context keys live: its own namespace, or the embedded tools' shared one.
     pub(crate) context_namespace: Arc<str>,
-    pub(crate) code: loader::Code,
+    pub(crate) code: Arc<loader::Code>,
     pub(crate) pure_pool: crate::invoke::PurePool,
 }
 
@@ -77,13 +80,18 @@ impl LoadedTool {
 
 /// Where a tool's grant came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum GrantFrom {
     /// Its `[tools.NAME] grant` in the config.
     Config,
     /// The runtime's default grant (`RuntimeBuilder::default_grant`; read-write workspace).
     Default,
+    /// The policy file beside the component (`NAME.policy.yaml`).
+    PolicyFile,
+    /// Nothing: a function component or command program with no grant and no policy file
+    /// (having no ceiling, it never gets the default grant).
+    Nothing,
 }
 
 impl std::fmt::Display for GrantFrom {
@@ -91,6 +99,8 @@ impl std::fmt::Display for GrantFrom {
         f.write_str(match self {
             GrantFrom::Config => "config",
             GrantFrom::Default => "default",
+            GrantFrom::PolicyFile => "policy file",
+            GrantFrom::Nothing => "none",
         })
     }
 }

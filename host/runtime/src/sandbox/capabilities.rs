@@ -9,6 +9,7 @@
 //! `WORKSPACE/x`). Relative paths instead resolve against the current directory: the WASI
 //! `initial-cwd` is the workspace, and the Rust SDK changes to it before `call`.
 
+use crate::kinds::command::CommandInput;
 use crate::sandbox::capture::CapturePipe;
 use crate::sandbox::net::{NetAccess, addr_check};
 use std::collections::BTreeMap;
@@ -27,8 +28,15 @@ pub(crate) fn wasi_ctx(
     env: &BTreeMap<String, String>,
     stdout: &CapturePipe,
     stderr: &CapturePipe,
+    command: Option<&CommandInput>,
 ) -> Result<WasiCtx, String> {
     let mut b = WasiCtxBuilder::new();
+    // A command program's arguments (after its name) and standard input; other tools read
+    // an empty stdin and have no arguments.
+    if let Some(command) = command {
+        b.arg(&command.program).args(&command.args);
+        b.stdin(wasmtime_wasi::p2::pipe::MemoryInputPipe::new(command.stdin.clone()));
+    }
     // File operations are short; running them on the calling thread instead of a blocking
     // pool makes each one several times cheaper (set before the preopens, which capture it).
     b.allow_blocking_current_thread(true);

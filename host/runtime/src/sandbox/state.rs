@@ -104,6 +104,8 @@ pub(crate) struct HostState {
     table: ResourceTable,
     pub limiter: MemoryLimiter,
     pub env: CallEnv,
+    /// The guest's stdout: the answer of a command program, dropped for other tools.
+    pub stdout: CapturePipe,
     pub stderr: CapturePipe,
     pub interrupt: Option<Interrupt>,
     pub progress_sent: u32,
@@ -125,7 +127,7 @@ impl HostState {
         tls: Arc<rustls::ClientConfig>,
         env: CallEnv,
         max_memory: usize,
-        stderr: CapturePipe,
+        (stdout, stderr): (CapturePipe, CapturePipe),
         fs: FsGuard,
     ) -> Self {
         HostState {
@@ -133,6 +135,7 @@ impl HostState {
             table: ResourceTable::new(),
             limiter: MemoryLimiter { max_bytes: max_memory, used: 0, hit: false },
             env,
+            stdout,
             stderr,
             interrupt: None,
             progress_sent: 0,
@@ -148,6 +151,7 @@ impl HostState {
     /// earlier call of a pooled instance (captured stderr, counters, why it was stopped).
     pub(crate) fn begin(&mut self, env: CallEnv) {
         self.env = env;
+        self.stdout.clear();
         self.stderr.clear();
         self.progress_sent = 0;
         self.interrupt = None;

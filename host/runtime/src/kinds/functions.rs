@@ -1,0 +1,237 @@
+//! A function component's tools: one per exported function (at the top level or in an
+//! exported interface), described from the component's types (the input schema, by the rules
+//! of [`super::wit_schema`]) and its WIT documentation (the description), without running any
+//! of its code.
+
+use super::{ToolKind, wit_schema};
+use crate::error::{LoadError, SchemaError};
+use crate::loading::loader::{Described, ToolInfo};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+use wasmtime::Engine;
+use wasmtime::component::types::{ComponentFunc, ComponentItem};
+use wasmtime::component::{Component, ComponentExportIndex, Func, Instance};
+
+/// Where a function is among a component's exports.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FunctionExport {
+    /// The exported interface holding it (`test:fns/kinds@0.1.0`, or a plain name for an
+    /// interface the world exports by name); `None` for a function the world exports itself.
+    pub interface: Option<String>,
+    /// The function's name.
+    pub function: String,
+}
+
+impl FunctionExport {
+    /// The interface's own name: `kinds` for `test:fns/kinds@0.1.0`.
+    pub fn interface_name(&self) -> Option<&str> {
+        self.interface.as_deref().map(short_name)
+    }
+
+    /// Whether `spec` names this function: as `FUNCTION` (a top-level one), or as
+    /// `INTERFACE#FUNCTION` with the interface's full or short name.
+    pub fn matches(&self, spec: &str) -> bool {
+        match (spec.split_once('#'), &self.interface) {
+            (None, None) => spec == self.function,
+            (Some((iface, f)), Some(full)) => f == self.function && (iface == full || iface == short_name(full)),
+            _ => false,
+        }
+    }
+
+    /// The function in an instance of the component.
+    pub(crate) fn func(&self, instance: &Instance, mut store: impl wasmtime::AsContextMut) -> Option<Func> {
+        let index = self.index(instance, &mut store)?;
+        instance.get_func(&mut store, index)
+    }
+
+    fn index(&self, instance: &Instance, mut store: impl wasmtime::AsContextMut) -> Option<ComponentExportIndex> {
+        match &self.interface {
+            None => instance.get_export_index(&mut store, None, &self.function),
+            Some(iface) => {
+                let parent = instance.get_export_index(&mut store, None, iface)?;
+                instance.get_export_index(&mut store, Some(&parent), &self.function)
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for FunctionExport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.interface {
+            Some(iface) => write!(f, "{iface}#{}", self.function),
+            None => f.write_str(&self.function),
+        }
+    }
+}
+
+/// One function, described (what a load record keeps of it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct FunctionRecord {
+    pub(crate) export: FunctionExport,
+    /// Its default tool name: the function's name, or `INTERFACE_FUNCTION` when another
+    /// exported function has the same name (WIT names never contain `_`, and model APIs
+    /// refuse `.` in tool names).
+    pub(crate) name: String,
+    pub(crate) description: String,
+    /// The input schema (JSON text).
+    pub(crate) input_schema: String,
+    /// Why it cannot be a tool, if it cannot (a resource parameter, an async function).
+    pub(crate) refused: Option<String>,
+}
+
+/// Every function `component` exports, described; `bytes` are its bytes, for documentation.
+pub(crate) fn describe(engine: &Engine, component: &Component, bytes: &[u8]) -> Vec<FunctionRecord> {
+    let docs = docs(bytes);
+    let found = exported(engine, component);
+    let mut uses: HashMap<&str, usize> = HashMap::new();
+    for (export, _) in &found {
+        *uses.entry(export.function.as_str()).or_default() += 1;
+    }
+    found
+        .iter()
+        .map(|(export, f)| {
+            let name = match export.interface_name() {
+                Some(iface) if uses[export.function.as_str()] > 1 => format!("{iface}_{}", export.function),
+                _ => export.function.clone(),
+            };
+            let description = docs
+                .get(export)
+                .cloned()
+                .unwrap_or_else(|| format!("Calls the function `{export}` of this component."));
+            FunctionRecord {
+                refused: refusal(export, f),
+                input_schema: wit_schema::params_schema(f.params()).to_string(),
+                export: export.clone(),
+                name,
+                description,
+            }
+        })
+        .collect()
+}
+
+/// The tools of the described functions (or why a function cannot be one).
+pub(crate) fn described(functions: Vec<FunctionRecord>) -> Vec<Described> {
+    functions
+        .into_iter()
+        .map(|f| {
+            if let Some(why) = f.refused {
+                return Err(LoadError::Unsupported { export: f.export.to_string(), why });
+            }
+            let input_schema: serde_json::Value = serde_json::from_str(&f.input_schema)
+                .map_err(|e| LoadError::Schema(SchemaError::NotJson { tool: f.name.clone(), error: Arc::new(e) }))?;
+            let validator = jsonschema::validator_for(&input_schema).map_err(|e| {
+                LoadError::Schema(SchemaError::NotASchema { tool: f.name.clone(), message: e.to_string() })
+            })?;
+            let info = ToolInfo {
+                name: f.name,
+                description: f.description,
+                input_schema,
+                permission_subject: None,
+                read_only: false,
+                capabilities: Vec::new(),
+                kind: ToolKind::Function { export: f.export },
+            };
+            Ok((info, validator))
+        })
+        .collect()
+}
+
+/// Every function `component` exports, at the top level or in an exported interface, in the
+/// order of its exports.
+pub(crate) fn exported(engine: &Engine, component: &Component) -> Vec<(FunctionExport, ComponentFunc)> {
+    let ty = component.component_type();
+    let mut found: Vec<(FunctionExport, ComponentFunc)> = Vec::new();
+    for (name, item) in ty.exports(engine) {
+        match item.ty {
+            ComponentItem::ComponentFunc(f) => {
+                found.push((FunctionExport { interface: None, function: name.to_string() }, f));
+            }
+            ComponentItem::ComponentInstance(instance) => {
+                for (fname, item) in instance.exports(engine) {
+                    if let ComponentItem::ComponentFunc(f) = item.ty {
+                        let export = FunctionExport { interface: Some(name.to_string()), function: fname.to_string() };
+                        found.push((export, f));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Why the function cannot be offered as a tool, if it cannot.
+fn refusal(export: &FunctionExport, f: &ComponentFunc) -> Option<String> {
+    if f.async_() {
+        return Some(format!("function `{export}` is async, which toolhost does not call yet"));
+    }
+    for (param, ty) in f.params() {
+        if let Some(what) = wit_schema::unsupported(&ty) {
+            return Some(format!("function `{export}`: parameter `{param}` is or holds {what}, which has no JSON form"));
+        }
+    }
+    for ty in f.results() {
+        if let Some(what) = wit_schema::unsupported(&ty) {
+            return Some(format!("function `{export}`: its result is or holds {what}, which has no JSON form"));
+        }
+    }
+    None
+}
+
+/// The longest description kept from a component's documentation.
+const MAX_DESCRIPTION: usize = 4096;
+
+/// The documentation of each exported function, from the component's WIT (the `package-docs`
+/// section wit-bindgen and the other binding generators write). Best effort: a component
+/// without it, or one the decoder cannot read, has none.
+fn docs(bytes: &[u8]) -> HashMap<FunctionExport, String> {
+    use wit_parser::{WorldItem, WorldKey, decoding::DecodedWasm};
+    let mut out = HashMap::new();
+    // The decoder reads bytes a tool's author wrote: a panic in it must not end the host.
+    let decoded = std::panic::catch_unwind(|| wit_parser::decoding::decode(bytes));
+    let Ok(Ok(DecodedWasm::Component(resolve, world))) = decoded else { return out };
+    let text = |docs: &wit_parser::Docs| docs.contents.as_deref().map(str::trim).filter(|d| !d.is_empty()).map(clip);
+    for (key, item) in &resolve.worlds[world].exports {
+        match item {
+            WorldItem::Function(f) => {
+                if let Some(d) = text(&f.docs) {
+                    out.insert(FunctionExport { interface: None, function: f.name.clone() }, d);
+                }
+            }
+            WorldItem::Interface { id, docs, .. } => {
+                let name = match key {
+                    WorldKey::Name(name) => Some(name.clone()),
+                    WorldKey::Interface(id) => resolve.id_of(*id),
+                };
+                let Some(name) = name else { continue };
+                let iface = &resolve.interfaces[*id];
+                let about = text(&iface.docs).or_else(|| text(docs));
+                for (fname, f) in &iface.functions {
+                    let export = FunctionExport { interface: Some(name.clone()), function: fname.clone() };
+                    let d = match (text(&f.docs), &about) {
+                        (Some(d), _) => d,
+                        (None, Some(about)) => format!("`{fname}` of: {about}"),
+                        (None, None) => continue,
+                    };
+                    out.insert(export, d);
+                }
+            }
+            WorldItem::Type { .. } => {}
+        }
+    }
+    out
+}
+
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(MAX_DESCRIPTION) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// `kinds` for `test:fns/kinds@0.1.0`.
+fn short_name(interface: &str) -> &str {
+    let base = interface.split_once('@').map_or(interface, |(b, _)| b);
+    base.rsplit_once('/').map_or(base, |(_, n)| n)
+}
