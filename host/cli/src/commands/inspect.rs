@@ -101,11 +101,16 @@ impl InspectCommand {
         crate::output::outln!("size:        {} bytes", i.size);
         crate::output::outln!("sha256:      {}", i.sha256);
         crate::output::outln!("name:        {}", i.info.name);
+        crate::output::outln!("kind:        {} (schema from {})", i.info.kind, i.info.kind.schema_from());
         crate::output::outln!("signer:      {signer}");
         crate::output::outln!("read-only:   {}", i.info.read_only);
         crate::output::outln!("subject:     {}", i.info.permission_subject.as_deref().unwrap_or("(none)"));
         let ceiling: Vec<String> = i.info.capabilities.iter().map(ToString::to_string).collect();
-        crate::output::outln!("ceiling:     {}", list_or(&ceiling, "nothing"));
+        if i.info.kind.describes_itself() {
+            crate::output::outln!("ceiling:     {}", list_or(&ceiling, "nothing"));
+        } else {
+            crate::output::outln!("ceiling:     none (the grant alone decides)");
+        }
         match &here {
             Ok(g) => {
                 crate::output::outln!("granted:     {} ({} grant)", list_or(&g.grant, "nothing"), g.grant_from);
@@ -121,8 +126,16 @@ impl InspectCommand {
         for name in &i.exports {
             crate::output::outln!("  {name}");
         }
-        crate::output::outln!("description:\n  {}", i.info.description.replace('\n', "\n  "));
-        crate::output::outln!("input schema:\n{}", serde_json::to_string_pretty(&i.info.input_schema)?);
+        for refused in &i.refused {
+            crate::output::outln!("refused:     {refused}");
+        }
+        for tool in &i.tools {
+            if i.tools.len() > 1 {
+                crate::output::outln!("\ntool {} ({}):", tool.name, tool.kind);
+            }
+            crate::output::outln!("description:\n  {}", tool.description.replace('\n', "\n  "));
+            crate::output::outln!("input schema:\n{}", serde_json::to_string_pretty(&tool.input_schema)?);
+        }
         Ok(0)
     }
 }

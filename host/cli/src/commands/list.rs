@@ -34,6 +34,15 @@ fn gets(tool: &toolhost::LoadedTool, workspace: &std::path::Path) -> String {
     let asked = tool.grant.capabilities(workspace);
     let from = match tool.grant_from {
         toolhost::GrantFrom::Config => format!("its [tools.{}] grant", tool.info.name),
+        toolhost::GrantFrom::PolicyFile => "the policy file beside it".to_string(),
+        toolhost::GrantFrom::Nothing => {
+            return format!(
+                "nothing: a {} has no ceiling and gets only what it is granted; grant it in [tools.{}] grant \
+                 or a policy file beside it",
+                tool.info.kind.as_str(),
+                tool.info.name
+            );
+        }
         _ => "the default grant".to_string(),
     };
     if same(&asked, &effective) {
@@ -91,7 +100,14 @@ impl ListCommand {
                         "input_schema": t.info.input_schema,
                         "read_only": t.info.read_only,
                         "permission_subject": t.info.permission_subject,
-                        "ceiling": t.info.capabilities.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                        "kind": t.info.kind,
+                        "schema_from": t.info.kind.schema_from(),
+                        "concurrency_safe": (!t.info.kind.describes_itself()).then_some(t.concurrency_safe()),
+                        "ceiling": if t.info.kind.describes_itself() {
+                            json!(strings(&t.info.capabilities))
+                        } else {
+                            json!(null)
+                        },
                         "grant": strings(&t.effective.capabilities()),
                         "operator_grant": strings(&t.grant.capabilities(rt.workspace())),
                         "operator_grant_from": t.grant_from.to_string(),
@@ -109,11 +125,20 @@ impl ListCommand {
         } else {
             crate::output::outln!("workspace: {}", rt.workspace().display());
             for t in rt.tools() {
-                let kind = if t.info.read_only { "read-only" } else { "read-write" };
-                crate::output::outln!("\n{} ({kind}, {})", t.info.name, t.origin);
+                let access = if t.info.read_only { "read-only" } else { "read-write" };
+                let kind = match &t.info.kind {
+                    toolhost::ToolKind::Toolhost => String::new(),
+                    other => format!("{other}, "),
+                };
+                crate::output::outln!("\n{} ({kind}{access}, {})", t.info.name, t.origin);
                 let first = t.info.description.lines().next().unwrap_or("");
                 crate::output::outln!("  {first}");
-                crate::output::outln!("  ceiling: {}", caps(&t.info.capabilities));
+                if t.info.kind.describes_itself() {
+                    crate::output::outln!("  ceiling: {}", caps(&t.info.capabilities));
+                } else {
+                    crate::output::outln!("  schema: from {}", t.info.kind.schema_from());
+                    crate::output::outln!("  ceiling: none (the grant alone decides)");
+                }
                 crate::output::outln!("  gets: {}", gets(t, rt.workspace()));
                 if let Some(signer) = signer(&t.info.name) {
                     crate::output::outln!("  signer: {signer}");

@@ -251,9 +251,7 @@ impl Runtime {
     async fn call_tool(&self, cx: &CallCtx<'_>, input: &str, approved: Vec<PathBuf>) -> (ToolResult, Updates) {
         let (id, name, tool, view) = (cx.id(), cx.name(), cx.tool, &cx.view);
         let called = match &tool.info.kind {
-            ToolKind::Function { export } => {
-                self.invoke(cx, cx.access, CallFunction { export, input }, approved).await
-            }
+            ToolKind::Function { export } => self.invoke(cx, cx.access, CallFunction { export, input }, approved).await,
             ToolKind::Command => {
                 let value = serde_json::from_str(input).unwrap_or_default();
                 self.invoke(cx, cx.access, RunCommand(CommandInput::from_json(name, &value)), approved).await

@@ -168,7 +168,9 @@ fn refusal(export: &FunctionExport, f: &ComponentFunc) -> Option<String> {
     }
     for (param, ty) in f.params() {
         if let Some(what) = wit_schema::unsupported(&ty) {
-            return Some(format!("function `{export}`: parameter `{param}` is or holds {what}, which has no JSON form"));
+            return Some(format!(
+                "function `{export}`: parameter `{param}` is or holds {what}, which has no JSON form"
+            ));
         }
     }
     for ty in f.results() {

@@ -70,7 +70,12 @@ pub(crate) fn from_json(ty: &Type, value: &Value, path: &str) -> Result<Val, Val
             let mut chars = s.chars();
             match (chars.next(), chars.next()) {
                 (Some(c), None) => Val::Char(c),
-                _ => return Err(error(path, format!("must be exactly one character, not {} characters", s.chars().count()))),
+                _ => {
+                    return Err(error(
+                        path,
+                        format!("must be exactly one character, not {} characters", s.chars().count()),
+                    ));
+                }
             }
         }
         Type::String => Val::String(value.as_str().ok_or_else(wrong)?.to_string()),
@@ -101,9 +106,10 @@ pub(crate) fn from_json(ty: &Type, value: &Value, path: &str) -> Result<Val, Val
                         .map(|(i, pair)| {
                             let at = pointer(path, &i.to_string());
                             match pair.as_array().map(Vec::as_slice) {
-                                Some([k, v]) => {
-                                    Ok((from_json(&key_ty, k, &pointer(&at, "0"))?, from_json(&value_ty, v, &pointer(&at, "1"))?))
-                                }
+                                Some([k, v]) => Ok((
+                                    from_json(&key_ty, k, &pointer(&at, "0"))?,
+                                    from_json(&value_ty, v, &pointer(&at, "1"))?,
+                                )),
                                 _ => Err(error(&at, format!("must be a [key, value] pair, not {}", kind(pair)))),
                             }
                         })
@@ -149,7 +155,8 @@ pub(crate) fn from_json(ty: &Type, value: &Value, path: &str) -> Result<Val, Val
             let mut set: Vec<String> = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
                 let at = pointer(path, &i.to_string());
-                let name = item.as_str().ok_or_else(|| error(&at, format!("must be a flag name, not {}", kind(item))))?;
+                let name =
+                    item.as_str().ok_or_else(|| error(&at, format!("must be a flag name, not {}", kind(item))))?;
                 if !f.names().any(|n| n == name) {
                     return Err(error(&at, format!("must be one of {}, not {name:?}", quoted(f.names()))));
                 }
@@ -163,14 +170,19 @@ pub(crate) fn from_json(ty: &Type, value: &Value, path: &str) -> Result<Val, Val
         Type::Variant(v) => {
             let (name, payload) = one_key(value, path).ok_or_else(wrong)?;
             let Some(case) = v.cases().find(|c| c.name == name) else {
-                return Err(error(path, format!("must be one of the cases {}, not {name:?}", quoted(v.cases().map(|c| c.name)))));
+                return Err(error(
+                    path,
+                    format!("must be one of the cases {}, not {name:?}", quoted(v.cases().map(|c| c.name))),
+                ));
             };
             let at = pointer(path, name);
             let payload = match (&case.ty, payload) {
                 (None, None | Some(Value::Null)) => None,
                 (None, Some(_)) => return Err(error(&at, format!("takes no value: write the case as \"{name}\""))),
                 (Some(ty), Some(p)) => Some(Box::new(from_json(ty, p, &at)?)),
-                (Some(_), None) => return Err(error(path, format!("case {name:?} needs a value: write {{\"{name}\": …}}"))),
+                (Some(_), None) => {
+                    return Err(error(path, format!("case {name:?} needs a value: write {{\"{name}\": …}}")));
+                }
             };
             Val::Variant(name.to_string(), payload)
         }

@@ -5,9 +5,9 @@
 use crate::error::{Error, LoadError, Result, SchemaError, WasmtimeError};
 use crate::invoke::bindings::{PluginPre, TOOL_INTERFACE};
 use crate::invoke::{GetSchema, InvokeCtx, invoke};
+use crate::kinds::{self, ToolKind};
 use crate::loading::cache::{self, Cache};
 use crate::loading::engine::ToolEngine;
-use crate::kinds::{self, ToolKind};
 use crate::loading::record::{LoadRecord, RawSchema};
 use crate::sandbox::state::{CallEnv, HostState};
 use serde::Serialize;

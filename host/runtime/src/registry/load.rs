@@ -131,22 +131,25 @@ impl Runtime {
         let described = self.select_function(source, described)?;
         Ok(described
             .into_iter()
-            .map(|d| d.map(|(info, validator)| Prepared { code: code.clone(), info, validator }).map_err(|e| source.err(e)))
+            .map(|d| {
+                d.map(|(info, validator)| Prepared { code: code.clone(), info, validator }).map_err(|e| source.err(e))
+            })
             .collect())
     }
 
     /// A function component loaded under a name (`[tools.NAME] path`, an installed tool's
     /// name) is one of its functions: the one `[tools.NAME] function` names, or its only one.
     fn select_function(&self, source: &ToolSource, described: Vec<Described>) -> Result<Vec<Described>> {
-        let is_function = |d: &Described| matches!(d, Ok((info, _)) if matches!(info.kind, ToolKind::Function { .. }))
-            || matches!(d, Err(LoadError::Unsupported { .. }));
+        let is_function = |d: &Described| {
+            matches!(d, Ok((info, _)) if matches!(info.kind, ToolKind::Function { .. }))
+                || matches!(d, Err(LoadError::Unsupported { .. }))
+        };
         let Some(name) = source.known_name() else { return Ok(described) };
         if !described.iter().any(is_function) {
             return Ok(described);
         }
-        let config_error = |message: String| {
-            source.err(LoadError::Config(Arc::new(self.config.tool_error(name, &message))))
-        };
+        let config_error =
+            |message: String| source.err(LoadError::Config(Arc::new(self.config.tool_error(name, &message))));
         let export_of = |d: &Described| match d {
             Ok((ToolInfo { kind: ToolKind::Function { export }, name, .. }, _)) => (export.to_string(), name.clone()),
             Ok((info, _)) => (info.name.clone(), info.name.clone()),
@@ -157,7 +160,9 @@ impl Runtime {
         let spec = self.config.tools.get(name).and_then(|t| t.function.as_ref()).map(|s| s.get_ref().clone());
         let chosen = match &spec {
             Some(spec) => described.into_iter().find(|d| match d {
-                Ok((ToolInfo { kind: ToolKind::Function { export }, name, .. }, _)) => name == spec || export.matches(spec),
+                Ok((ToolInfo { kind: ToolKind::Function { export }, name, .. }, _)) => {
+                    name == spec || export.matches(spec)
+                }
                 Err(LoadError::Unsupported { export, .. }) => export == spec,
                 _ => false,
             }),

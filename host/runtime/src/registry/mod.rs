@@ -72,6 +72,12 @@ pub struct LoadedTool {
 }
 
 impl LoadedTool {
+    /// For a function component or a command program: whether the config lets its calls
+    /// overlap (`[tools.NAME] concurrency_safe`). A toolhost tool answers per call instead.
+    pub fn concurrency_safe(&self) -> bool {
+        self.concurrency_safe
+    }
+
     /// The context namespace its keys live in (see [`crate::Session::get`]).
     pub fn context_namespace(&self) -> &str {
         &self.context_namespace
