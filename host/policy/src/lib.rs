@@ -5,7 +5,9 @@
 //! without a runtime.
 //!
 //! The central rule: a tool's **effective grant** is its declared ceiling intersected with the
-//! operator's grant ([`effective_grant`]). Nothing else reaches the sandbox.
+//! operator's grant ([`effective_grant`]). Nothing else reaches the sandbox. A component's own
+//! permission file (`NAME.policy.yaml` beside `NAME.wasm`, Wassette's format) reads into the
+//! same [`Grant`] as a `toolhost.toml` grant table ([`parse_policy_file`]), and can say no more.
 //!
 //! Permission rules ([`Rules`]) decide whether a call runs at all; inside the directories a
 //! grant opens, a [`PathPolicy`] decides each file operation: paths toolhost depends on,
@@ -38,6 +40,7 @@ mod net;
 mod path;
 mod path_pattern;
 mod permission;
+mod policy_file;
 mod shared_policy;
 mod source;
 mod trust;
@@ -61,6 +64,9 @@ pub use path_pattern::{PathPattern, PathPatternError};
 pub use permission::{
     DecidedBy, Decision, FileFamily, Mode, ModeError, Request, Rule, RuleError, RulePattern, RulePatternError, Rules,
     SubjectKind, UrlSubject, Verdict,
+};
+pub use policy_file::{
+    MAX_POLICY_FILE_BYTES, PolicyFileError, PolicyFileProblem, parse_policy_file, policy_file_path, read_policy_file,
 };
 pub use shared_policy::{HostPaths, SharedPolicyError, hook_paths, real_or_as_is, shared_policy};
 pub use source::{OciRef, ToolRef, ToolRefError};

@@ -1,5 +1,5 @@
 //! Property tests of every parser and matcher in the policy crate that sees untrusted input: the
-//! config document and its checker, permission rules, path patterns, hook matchers, network
+//! config document and its checker, policy files beside a component, permission rules, path patterns, hook matchers, network
 //! patterns and the path policy. Each property says what must hold for *every* input, and
 //! proptest looks for a counterexample (and shrinks it, so that a failure names the smallest
 //! input that breaks the property). A property that checks only some inputs counts how many it
@@ -13,8 +13,8 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use toolhost_policy::{
-    Config, ConfigError, DecidedBy, Decision, FsAccess, FsRefusal, HookMatcher, HostPattern, Mode, NetPattern,
-    PathPattern, PathPolicy, PortPattern, Request, Rule, Rules, SubjectKind, WEB_PORTS, normalize,
+    Config, ConfigError, DecidedBy, Decision, FsAccess, FsRefusal, Grant, HookMatcher, HostPattern, Mode, NetPattern,
+    PathPattern, PathPolicy, PortPattern, Request, Rule, Rules, SubjectKind, WEB_PORTS, normalize, parse_policy_file,
 };
 
 /// The proptest configuration of every property here: `cases` unless `PROPTEST_CASES` says
@@ -94,8 +94,14 @@ fn tomlish() -> impl Strategy<Value = String> {
 
 /// Whether `e` points at a character of `text`, or just past the end of a line.
 fn position_inside(text: &str, e: &ConfigError) -> bool {
+    inside(text, e.line, e.column)
+}
+
+/// Whether 1-based `line` and `column` (in characters) point at a character of `text`, or just
+/// past the end of a line.
+fn inside(text: &str, line: usize, column: usize) -> bool {
     let lines: Vec<&str> = text.split('\n').collect();
-    (1..=lines.len()).contains(&e.line) && (1..=lines[e.line - 1].chars().count() + 1).contains(&e.column)
+    (1..=lines.len()).contains(&line) && (1..=lines[line - 1].chars().count() + 1).contains(&column)
 }
 
 /// Everything that must hold of the errors of any text: each has a position inside it and a
@@ -1380,6 +1386,114 @@ fn a_denied_host_does_not_deny_others() {
             return Ok(false);
         }
         prop_assert_eq!(decision, Decision::Allow, "{:?}: {}", url, why);
+        Ok(true)
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Policy files beside a component (Wassette's YAML format).
+
+/// Pieces of a policy file and of things that are almost one, glued together at random.
+fn yaml_fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => prop::sample::select(vec![
+            "version: \"1.0\"\n", "version: 1.0\n", "permissions:\n", "  storage:\n", "  network:\n",
+            "  environment:\n", "    allow:\n", "    deny:\n", "      - ", "uri: ", "access: ", "host: ", "key: ",
+            "cidr: ", "\"fs://data/**\"", "fs:///srv", "\"file:///etc\"", "[read, write]", "[read]", "[write]",
+            "api.example.com", "\"*\"", "HOME", "runtime: {}", "description: x", "\n", "\n", "\r\n", "  ", "    ",
+            "\t", "- ", ": ", ":", ",", "[", "]", "{", "}", "&a ", "*a", "<<: ", "!tag ", "!!str ", "---\n",
+            "...\n", "#", "\"", "'", "\\", "\\u", "~", "null", "yes", "1.0", "0x1F", "|\n", ">-\n", "? ",
+            "\u{feff}", "é", "\u{0}", "\u{7f}", "\u{2028}", "\u{85}",
+        ]).prop_map(str::to_string),
+        1 => any::<char>().prop_map(String::from),
+        1 => "[a-z_]{1,8}",
+    ]
+}
+
+/// Almost-YAML text: a few dozen fragments.
+fn yamlish() -> impl Strategy<Value = String> {
+    prop::collection::vec(yaml_fragment(), 0..60).prop_map(|v| v.concat())
+}
+
+/// Everything that must hold when a policy file is refused: the error points inside the text,
+/// its message is on one line, and it names the file. Returns whether the text was refused.
+fn policy_error_is_well_formed(text: &str) -> Result<bool, TestCaseError> {
+    let file = Path::new("/opt/tools/t.policy.yaml");
+    let Err(e) = parse_policy_file(text, file) else { return Ok(false) };
+    // YAML ends a line at a CR, an LF or a CRLF (as editors show them); positions count so.
+    let lines = text.replace("\r\n", "\n").replace('\r', "\n");
+    prop_assert!(inside(&lines, e.line, e.column), "position outside the input: {e} in {text:?}");
+    let shown = e.to_string();
+    prop_assert!(!shown.contains(['\n', '\r']), "message not on one line: {shown:?}");
+    prop_assert!(shown.starts_with(&format!("{}:{}:{}: ", file.display(), e.line, e.column)), "{shown}");
+    Ok(true)
+}
+
+/// Any text, however broken: no panic, and the error points inside it.
+#[test]
+fn policy_file_errors_point_inside_any_text() {
+    counted("policy_file_errors_point_inside_any_text", 256, 49, yamlish(), |text| policy_error_is_well_formed(&text));
+}
+
+/// Any Unicode at all (not only YAML-ish pieces).
+#[test]
+fn policy_file_errors_point_inside_any_string() {
+    counted("policy_file_errors_point_inside_any_string", 256, 49, "\\PC{0,200}", |text| {
+        policy_error_is_well_formed(&text)
+    });
+}
+
+/// One storage entry of a generated policy file: a directory, whether it is writable, and
+/// whether its URI ends in `/**`.
+fn storage_entry() -> impl Strategy<Value = (String, bool, bool)> {
+    let dir = prop_oneof![Just(".".to_string()), "(/)?(\\.\\.|[a-z0-9_-]{1,6})(/[a-z0-9_.-]{1,6}){0,2}",];
+    (dir, any::<bool>(), any::<bool>())
+}
+
+/// A network pattern that toolhost accepts (see [`net_text`]).
+fn good_net_text() -> impl Strategy<Value = String> {
+    net_text().prop_filter("a valid pattern", |t| t.parse::<NetPattern>().is_ok())
+}
+
+/// A policy file says what the equivalent `[tools.NAME] grant` table says: both produce the
+/// same grant, with `fs://DIR/**` standing for `DIR` and entries kept in the file's order.
+#[test]
+fn a_policy_file_grants_what_its_toml_table_grants() {
+    let strategy = (
+        prop::collection::vec(storage_entry(), 0..5),
+        prop::collection::vec(good_net_text(), 0..4),
+        prop::collection::vec("[A-Z_][A-Z0-9_]{0,8}", 0..4),
+    );
+    counted("a_policy_file_grants_what_its_toml_table_grants", 256, 100, strategy, |(dirs, hosts, env)| {
+        let list = |items: Vec<String>| format!("[{}]", items.join(", "));
+        let quoted = |items: &[String]| items.iter().map(|i| format!("\"{i}\"")).collect::<Vec<_>>();
+
+        let mut yaml = String::from("version: \"1.0\"\npermissions:\n  storage:\n    allow:\n");
+        for (dir, write, star) in &dirs {
+            let uri = if *star { format!("fs://{dir}/**") } else { format!("fs://{dir}") };
+            let access = if *write { "[read, write]" } else { "[read]" };
+            yaml.push_str(&format!("      - uri: \"{uri}\"\n        access: {access}\n"));
+        }
+        yaml.push_str("  network:\n    allow:\n");
+        hosts.iter().for_each(|h| yaml.push_str(&format!("      - host: \"{h}\"\n")));
+        yaml.push_str("  environment:\n    allow:\n");
+        env.iter().for_each(|k| yaml.push_str(&format!("      - key: \"{k}\"\n")));
+
+        let pick = |write: bool| dirs.iter().filter(|d| d.1 == write).map(|d| d.0.clone()).collect::<Vec<_>>();
+        let toml = format!(
+            "[tools.T]\ngrant = {{ fs_read = {}, fs_write = {}, net = {}, env = {} }}\n",
+            list(quoted(&pick(false))),
+            list(quoted(&pick(true))),
+            list(quoted(&hosts)),
+            list(quoted(&env)),
+        );
+
+        let from_yaml = parse_policy_file(&yaml, Path::new("t.policy.yaml"))
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{yaml}")))?;
+        let config = Config::parse(&toml, Path::new("toolhost.toml"))
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{toml}")))?;
+        let from_toml: &Grant = config.tools["T"].grant().expect("a grant");
+        prop_assert_eq!(&from_yaml, from_toml, "{}\n{}", yaml, toml);
         Ok(true)
     });
 }

@@ -378,7 +378,7 @@ pub(super) fn error_at(text: &str, file: &Path, offset: usize, message: String) 
 }
 
 /// 1-based line and column of a byte offset.
-pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(text.len());
     while !text.is_char_boundary(offset) {
         offset -= 1;

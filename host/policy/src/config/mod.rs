@@ -25,6 +25,7 @@ mod limits;
 
 use crate::limits::limits_table;
 use crate::{Grant, HookMatcher, Limits, Mode, PathPattern, Rule, Rules, normalize};
+pub(crate) use check::line_col;
 use check::{check_document, error_at, key_path};
 pub use limits::LimitsConfig;
 use limits::tool_config;
