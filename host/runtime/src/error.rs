@@ -149,6 +149,10 @@ pub enum LoadError {
         /// Why, naming the function.
         why: String,
     },
+    /// The policy file beside the component cannot be used (unreadable, malformed, or
+    /// asking for what a grant cannot say); the error has its position.
+    #[error("its policy file")]
+    PolicyFile(#[source] Arc<toolhost_policy::PolicyFileError>),
     /// The embedder could not produce the tool's bytes (an installed tool missing from its
     /// store, say), or a check of the embedder's refused what the tool declares; the error is
     /// the embedder's, with its own chain.

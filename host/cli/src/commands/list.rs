@@ -34,7 +34,10 @@ fn gets(tool: &toolhost::LoadedTool, workspace: &std::path::Path) -> String {
     let asked = tool.grant.capabilities(workspace);
     let from = match tool.grant_from {
         toolhost::GrantFrom::Config => format!("its [tools.{}] grant", tool.info.name),
-        toolhost::GrantFrom::PolicyFile => "the policy file beside it".to_string(),
+        toolhost::GrantFrom::PolicyFile => match &tool.policy_file {
+            Some(path) => format!("its policy file {}", path.display()),
+            None => "its policy file".to_string(),
+        },
         toolhost::GrantFrom::Nothing => {
             return format!(
                 "nothing: a {} has no ceiling and gets only what it is granted; grant it in [tools.{}] grant \
@@ -110,7 +113,8 @@ impl ListCommand {
                         },
                         "grant": strings(&t.effective.capabilities()),
                         "operator_grant": strings(&t.grant.capabilities(rt.workspace())),
-                        "operator_grant_from": t.grant_from.to_string(),
+                        "operator_grant_from": t.grant_from,
+                        "policy_file": t.policy_file,
                         "origin": t.origin.to_string(),
                         "signer": signer(&t.info.name),
                         "sha256": t.sha256,

@@ -67,6 +67,17 @@ pub struct ToolSource {
     /// A check of what the tool declares, made before it is registered
     /// ([`ToolSource::with_declaration_check`]).
     pub(crate) declaration_check: Option<DeclarationCheck>,
+    /// The policy file beside a `.wasm` file (`NAME.policy.yaml`, Wassette's format), read
+    /// with it: its path, and its grant or why it cannot be used (an error at load, never a
+    /// file silently ignored).
+    pub(crate) policy_file: Option<PolicyFile>,
+}
+
+/// A component's policy file, read.
+#[derive(Debug, Clone)]
+pub(crate) struct PolicyFile {
+    pub(crate) path: PathBuf,
+    pub(crate) grant: std::result::Result<toolhost_policy::Grant, Arc<toolhost_policy::PolicyFileError>>,
 }
 
 /// A check of what a component declares about itself (its [`ToolInfo`]), made at every load
@@ -92,7 +103,9 @@ impl DeclarationCheck {
 }
 
 impl ToolSource {
-    /// Read a `.wasm` file.
+    /// Read a `.wasm` file, and the policy file beside it if there is one
+    /// (`NAME.policy.yaml` for `NAME.wasm`): its grant is the tool's when the config gives
+    /// none.
     ///
     /// # Errors
     ///
@@ -101,7 +114,14 @@ impl ToolSource {
         let path = path.as_ref();
         let bytes = std::fs::read(path)
             .map_err(|e| Error::Load { origin: path.display().to_string(), cause: LoadError::Read(Arc::new(e)) })?;
-        Ok(ToolSource::new(Origin::File(path.to_path_buf()), bytes.into()))
+        let policy_file = toolhost_policy::policy_file_path(path).and_then(|policy| {
+            match toolhost_policy::read_policy_file(&policy) {
+                Ok(None) => None,
+                Ok(Some(grant)) => Some(PolicyFile { path: policy, grant: Ok(grant) }),
+                Err(e) => Some(PolicyFile { path: policy, grant: Err(Arc::new(e)) }),
+            }
+        });
+        Ok(ToolSource { policy_file, ..ToolSource::new(Origin::File(path.to_path_buf()), bytes.into()) })
     }
 
     /// A tool embedded in the binary, trusted by the host: embedded tools share one context
@@ -130,6 +150,7 @@ impl ToolSource {
             precompiled: None,
             embedded: None,
             declaration_check: None,
+            policy_file: None,
         }
     }
 

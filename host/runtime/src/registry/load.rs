@@ -3,7 +3,7 @@
 //! tools already loaded, and registered with their resolved grant ([`super::grant`]).
 
 use super::grant::{GrantInputs, ToolGrant, resolve_grant};
-use super::{LoadedTool, Runtime};
+use super::{GrantFrom, LoadedTool, Runtime};
 use crate::error::{Error, LoadError, Result};
 use crate::kinds::ToolKind;
 use crate::loading::loader::{self, Described, Origin, ToolInfo, ToolSource};
@@ -289,6 +289,10 @@ impl Runtime {
                 actual: code.sha256().to_string(),
             }));
         }
+        let policy_file = match &source.policy_file {
+            Some(file) => Some(file.grant.as_ref().map_err(|e| load_error(LoadError::PolicyFile(e.clone())))?),
+            None => None,
+        };
         let resolved = resolve_grant(&GrantInputs {
             info: &info,
             config: &self.config,
@@ -299,19 +303,36 @@ impl Runtime {
             deny_rules: &self.permissions.rules.deny,
             shared_refuses_reads: self.fs_policy.refuses_reads(),
             hook_paths: &self.hook_paths,
-            policy_file: None,
+            policy_file,
         })
         .map_err(load_error)?;
         if let Origin::File(path) = &source.origin
             && let Ok(real) = path.canonicalize()
         {
+            // Its policy file too, whether or not there is one (beside the path as named and
+            // beside the real file): a tool that could write one would choose this tool's
+            // grant at the next start.
+            let named = toolhost_policy::policy_file_path(path).and_then(|p| {
+                let dir = p.parent()?.canonicalize().ok()?;
+                Some(dir.join(p.file_name()?))
+            });
+            for policy in named.into_iter().chain(toolhost_policy::policy_file_path(&real)) {
+                Arc::make_mut(&mut self.fs_policy).protect(policy, format!("the policy file of tool {name}"), false);
+            }
             Arc::make_mut(&mut self.fs_policy).protect(real, format!("the file of tool {name}"), false);
         }
         let limits = self.config.limits_for(&name);
         let context_namespace: Arc<str> =
             Arc::from(source.context_namespace.clone().unwrap_or_else(|| crate::turns::session::tool_namespace(&name)));
-        let ToolGrant { grant, from, effective, preopens, own_policy, check_reads, inside_workspace, warnings } =
+        let ToolGrant { grant, from, effective, preopens, own_policy, check_reads, inside_workspace, mut warnings } =
             resolved;
+        let policy_file = source.policy_file.as_ref().map(|p| p.path.clone());
+        if let (Some(path), GrantFrom::Config) = (&policy_file, from) {
+            warnings.push(format!(
+                "its policy file {} is not used: [tools.{name}] grant takes its place",
+                path.display()
+            ));
+        }
         let tool = LoadedTool {
             context_namespace,
             warnings,
@@ -322,6 +343,7 @@ impl Runtime {
             size: source.bytes.len(),
             grant,
             grant_from: from,
+            policy_file,
             effective_read_only: effective.read_only(),
             net_patterns: crate::sandbox::net::compile_patterns(&effective.net),
             effective,

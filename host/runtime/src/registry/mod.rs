@@ -40,6 +40,9 @@ pub struct LoadedTool {
     pub grant: Grant,
     /// Where [`grant`](Self::grant) came from.
     pub grant_from: GrantFrom,
+    /// The policy file beside its `.wasm` file, if there is one (its grant is the tool's
+    /// unless the config gives one).
+    pub policy_file: Option<PathBuf>,
     /// What it actually gets: ceiling ∩ grant.
     pub effective: EffectiveGrant,
     /// The same, read-only: what it gets inside a parallel batch.
