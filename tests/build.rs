@@ -23,6 +23,8 @@ const GUESTS: &[&str] = &[
     "hostile",
     "liar",
     "load-spin",
+    "wit-functions",
+    "wit-command",
 ];
 
 fn main() {

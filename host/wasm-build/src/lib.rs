@@ -15,9 +15,14 @@ use std::process::Command;
 /// The target every tool is built for.
 pub const TARGET: &str = "wasm32-wasip2";
 
-/// Build every `cdylib` member of the workspace at `workspace_dir` in release mode, and
-/// return `(crate name with `-` as `_`, path to its .wasm)`, sorted by name. Prints the
+/// Build the `crates` of the workspace at `workspace_dir` in release mode, and return
+/// `(crate name with `-` as `_`, path to its .wasm)`, sorted by name. Prints the
 /// `cargo:rerun-if-changed` lines for the workspace's sources.
+///
+/// A crate is either a `cdylib` (a component exporting functions, e.g. a tool) or a binary of
+/// the crate's name (a `wasi:cli/command` component, from `fn main`). Cargo names a library's
+/// output after the crate with `-` as `_` (`wit_functions.wasm`) and a binary's after the binary
+/// as written (`wit-command.wasm`); both are found.
 ///
 /// # Panics
 ///
@@ -59,8 +64,14 @@ pub fn build_workspace(workspace_dir: &Path, crates: &[&str]) -> Vec<(String, Pa
         .iter()
         .map(|c| {
             let stem = c.replace('-', "_");
-            let path = out.join(format!("{stem}.wasm"));
-            assert!(path.is_file(), "expected {} after the build", path.display());
+            let library = out.join(format!("{stem}.wasm"));
+            let binary = out.join(format!("{c}.wasm"));
+            let path = if library.is_file() { library } else { binary };
+            assert!(
+                path.is_file(),
+                "expected {} (a cdylib) or {c}.wasm (a binary) after the build",
+                out.join(format!("{stem}.wasm")).display()
+            );
             (stem, path)
         })
         .collect();
@@ -103,6 +114,10 @@ fn rerun_if_changed(dir: &Path) {
         if path.is_dir() && path.join("Cargo.toml").is_file() {
             println!("cargo:rerun-if-changed={}", path.join("Cargo.toml").display());
             println!("cargo:rerun-if-changed={}", path.join("src").display());
+            // A crate's own WIT (read by `wit_bindgen::generate!({ path: "wit" })`).
+            if path.join("wit").is_dir() {
+                println!("cargo:rerun-if-changed={}", path.join("wit").display());
+            }
         }
     }
 }
