@@ -15,6 +15,7 @@ mod guests_lang;
 mod hook_files;
 mod hooks;
 mod http;
+mod kinds;
 mod limits;
 mod load;
 mod mcp;

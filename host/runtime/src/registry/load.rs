@@ -328,10 +328,8 @@ impl Runtime {
             resolved;
         let policy_file = source.policy_file.as_ref().map(|p| p.path.clone());
         if let (Some(path), GrantFrom::Config) = (&policy_file, from) {
-            warnings.push(format!(
-                "its policy file {} is not used: [tools.{name}] grant takes its place",
-                path.display()
-            ));
+            warnings
+                .push(format!("its policy file {} is not used: [tools.{name}] grant takes its place", path.display()));
         }
         let tool = LoadedTool {
             context_namespace,

@@ -1,0 +1,346 @@
+//! Components written for other hosts: function components (one tool per exported function,
+//! the schema derived from the WIT types) and command programs (`wasi:cli/run`), through the
+//! same pipeline as toolhost's own tools: schema check, grant, limits, trap classification.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use toolhost::{GrantFrom, OutcomeKind, Runtime, Session, ToolKind, ToolResult, ToolSource};
+use toolhost_tests::{call, config, engine, guests, workspace};
+
+/// A runtime over `ws` with `toml`, loading `sources` (every tool they offer must load).
+async fn runtime(ws: &Path, toml: &str, sources: Vec<ToolSource>) -> Runtime {
+    let mut rt = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws)
+        .config(config(toml))
+        .build()
+        .expect("runtime");
+    for source in sources {
+        let origin = source.origin.to_string();
+        for result in rt.load_tools(source).await {
+            result.unwrap_or_else(|e| panic!("loading {origin}: {}", toolhost::error_text(&e)));
+        }
+    }
+    rt
+}
+
+fn functions() -> ToolSource {
+    ToolSource::bytes("functions.wasm", guests::WIT_FUNCTIONS)
+}
+
+fn command() -> ToolSource {
+    ToolSource::bytes("wit-command.wasm", guests::WIT_COMMAND)
+}
+
+/// A component written to `dir` as `NAME.wasm` (so a policy file can sit beside it).
+fn file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(format!("{name}.wasm"));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+async fn run(rt: &Runtime, tool: &str, input: Value) -> ToolResult {
+    call(rt, &Session::new(), tool, input).await
+}
+
+fn ok(result: &ToolResult) -> String {
+    assert!(!result.is_error, "expected success, got {result:?}");
+    result.text()
+}
+
+fn json_of(result: &ToolResult) -> Value {
+    let text = ok(result);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn error(result: &ToolResult, kind: OutcomeKind) -> String {
+    assert!(result.is_error, "expected an error, got {result:?}");
+    assert_eq!(result.outcome, kind, "{result:?}");
+    result.text()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_function_is_a_tool_with_a_schema_from_its_types_and_a_description_from_its_docs() {
+    let ws = workspace();
+    let rt = runtime(ws.path(), "", vec![functions()]).await;
+    let names: Vec<&str> = rt.tools().map(|t| t.info.name.as_str()).collect();
+    for name in ["echo", "add", "divide", "read-file", "nothing", "roundtrip-record", "ints", "check", "other_echo"] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    // Two functions called `echo`: the top-level one keeps its name, the interface's is prefixed.
+    assert!(!names.contains(&"kinds_echo"), "{names:?}");
+    for tool in rt.tools() {
+        let ToolKind::Function { export } = &tool.info.kind else { panic!("{}: {:?}", tool.info.name, tool.info.kind) };
+        assert!(
+            jsonschema::validator_for(&tool.info.input_schema).is_ok(),
+            "{}: {}",
+            tool.info.name,
+            tool.info.input_schema
+        );
+        assert!(!tool.info.read_only && !tool.concurrency_safe(), "{} says nothing of itself", tool.info.name);
+        assert!(tool.info.capabilities.is_empty(), "{}: no ceiling", tool.info.name);
+        assert_eq!(tool.grant_from, GrantFrom::Nothing, "{}: no grant, so nothing", tool.info.name);
+        assert!(tool.effective.dirs.is_empty() && tool.effective.net.is_empty() && tool.effective.env.is_empty());
+        assert!(!export.function.is_empty());
+    }
+    let echo = rt.tool("other_echo").unwrap();
+    assert!(echo.info.description.starts_with("Returns the text reversed"), "{}", echo.info.description);
+    let ToolKind::Function { export } = &echo.info.kind else { unreachable!() };
+    assert_eq!((export.interface_name(), export.function.as_str()), (Some("other"), "echo"));
+    assert!(export.matches("other#echo") && export.matches("test:functions/other@0.1.0#echo"));
+
+    let person = &rt.tool("greet").unwrap().info.input_schema;
+    assert_eq!(person["required"], json!(["p"]));
+    let p = &person["properties"]["p"];
+    assert_eq!(p["type"], "object");
+    assert_eq!(p["additionalProperties"], false);
+    assert_eq!(p["required"], json!(["name", "age", "address", "pets"]), "email is an option: {p}");
+    assert_eq!(p["properties"]["age"], json!({"type": "integer", "minimum": 0, "maximum": 255}));
+    assert_eq!(p["properties"]["pets"]["items"]["properties"]["species"]["enum"], json!(["cat", "dog", "fish"]));
+    let ints = &rt.tool("ints").unwrap().info.input_schema["properties"];
+    assert_eq!(ints["a"], json!({"type": "integer", "minimum": -128, "maximum": 127}));
+    assert_eq!(ints["h"]["maximum"], json!(u64::MAX));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_convert_every_type_there_and_back() {
+    let ws = workspace();
+    let rt = runtime(ws.path(), "", vec![functions()]).await;
+    assert_eq!(ok(&run(&rt, "echo", json!({"text": "héllo"})).await), "héllo");
+    assert_eq!(ok(&run(&rt, "other_echo", json!({"text": "abc"})).await), "cba");
+    assert_eq!(json_of(&run(&rt, "add", json!({"a": 2, "b": -5})).await), json!(-3));
+    assert_eq!(json_of(&run(&rt, "divide", json!({"a": 1, "b": 4})).await), json!(0.25));
+    let ints = json!({"a": -128, "b": 32767, "c": -2147483648i64, "d": i64::MIN, "e": 255, "f": 0, "g": u32::MAX, "h": u64::MAX});
+    assert_eq!(
+        json_of(&run(&rt, "ints", ints).await),
+        json!([-128, 32767, -2147483648i64, i64::MIN, 255, 0, u32::MAX, u64::MAX])
+    );
+    assert_eq!(json_of(&run(&rt, "floats", json!({"a": 1.5, "b": -2.25})).await), json!([1.5, -2.25]));
+    assert_eq!(json_of(&run(&rt, "char-info", json!({"c": "é"})).await), json!(["é", 233]));
+    assert_eq!(json_of(&run(&rt, "negate", json!({"b": true})).await), json!(false));
+    assert_eq!(json_of(&run(&rt, "reverse-bytes", json!({"data": [1, 2, 255]})).await), json!([255, 2, 1]));
+    assert_eq!(json_of(&run(&rt, "swap", json!({"pair": ["x", 7]})).await), json!([7, "x"]));
+    assert_eq!(json_of(&run(&rt, "next-color", json!({"c": "blue"})).await), json!("red"));
+    assert_eq!(
+        json_of(&run(&rt, "echo-permissions", json!({"p": ["execute", "read"]})).await).as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(ok(&run(&rt, "describe-permissions", json!({"p": ["read", "execute"]})).await), "r-x");
+    assert_eq!(ok(&run(&rt, "describe-shape", json!({"s": {"circle": 2.5}})).await), "circle r=2.5");
+    assert_eq!(ok(&run(&rt, "describe-shape", json!({"s": "dot"})).await), "dot");
+    assert_eq!(ok(&run(&rt, "describe-shape", json!({"s": {"rectangle": [2, 3]}})).await), "rectangle 2x3");
+    assert_eq!(
+        json_of(&run(&rt, "scale-shape", json!({"s": {"circle": 2}, "factor": 2})).await),
+        json!({"circle": 4.0})
+    );
+    assert_eq!(json_of(&run(&rt, "scale-shape", json!({"s": "dot", "factor": 2})).await), json!("dot"));
+    // option<option<string>>: null, {"some": null} and {"some": "x"} are the three cases.
+    for (input, expected) in
+        [(json!(null), "none"), (json!({"some": null}), "some(none)"), (json!({"some": "x"}), "some(some(x))")]
+    {
+        assert_eq!(ok(&run(&rt, "describe-nested-option", json!({"v": input})).await), expected);
+        assert_eq!(json_of(&run(&rt, "echo-nested-option", json!({"v": input})).await), input);
+    }
+    // An option parameter may be left out.
+    assert_eq!(ok(&run(&rt, "describe-nested-option", json!({})).await), "none");
+    let person = json!({
+        "name": "Ada", "age": 36, "email": null,
+        "address": {"street": "1 Main St", "city": "London"},
+        "pets": [{"name": "Tom", "species": "cat"}]
+    });
+    let back = json_of(&run(&rt, "roundtrip-record", json!({"p": person})).await);
+    assert_eq!(back["address"], json!({"street": "1 Main St", "city": "London", "zip": null}));
+    assert_eq!(back["pets"], person["pets"]);
+    assert_eq!(json_of(&run(&rt, "find-pet", json!({"p": person, "name": "Tom"})).await), person["pets"][0]);
+    assert_eq!(json_of(&run(&rt, "find-pet", json!({"p": person, "name": "Rex"})).await), json!(null));
+    let made = json_of(&run(&rt, "make-person", json!({"name": "Bo", "age": 3})).await);
+    assert_eq!(made["pets"], json!([{"name": "Tom", "species": "cat"}]));
+    // Results: the ok case is the answer, the error case an error result.
+    assert_eq!(ok(&run(&rt, "check", json!({"ok": true})).await), "");
+    error(&run(&rt, "check", json!({"ok": false})).await, OutcomeKind::Failed);
+    let m = error(&run(&rt, "validate-name", json!({"name": ""})).await, OutcomeKind::Failed);
+    assert!(m.contains("name is empty"), "{m}");
+    assert_eq!(json_of(&run(&rt, "parse-number", json!({"text": "42"})).await), json!(42));
+    let m = error(&run(&rt, "divide", json!({"a": 1, "b": 0})).await, OutcomeKind::Failed);
+    assert!(m.contains("division by zero"), "{m}");
+    let m = error(&run(&rt, "fail", json!({})).await, OutcomeKind::Failed);
+    assert!(m.contains("this function always fails"), "{m}");
+    assert!(!run(&rt, "nothing", json!({})).await.is_error);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_is_refused_naming_the_field() {
+    let ws = workspace();
+    let rt = runtime(ws.path(), "", vec![functions()]).await;
+    let person = json!({"name": "Ada", "age": 36, "address": {"street": "x"}, "pets": []});
+    let m = error(&run(&rt, "greet", json!({"p": person})).await, OutcomeKind::SchemaError);
+    assert!(m.contains("city") && m.contains("address"), "names the missing field and where: {m}");
+    let m = error(
+        &run(&rt, "ints", json!({"a": 128, "b": 0, "c": 0, "d": 0, "e": 0, "f": 0, "g": 0, "h": 0})).await,
+        OutcomeKind::SchemaError,
+    );
+    assert!(m.contains("128") && m.contains("/a"), "{m}");
+    let m = error(&run(&rt, "next-color", json!({"c": "purple"})).await, OutcomeKind::SchemaError);
+    assert!(m.contains("purple"), "{m}");
+    let m = error(&run(&rt, "char-info", json!({"c": "ab"})).await, OutcomeKind::SchemaError);
+    assert!(m.contains("/c"), "{m}");
+    let m = error(&run(&rt, "echo", json!({"text": "x", "extra": 1})).await, OutcomeKind::SchemaError);
+    assert!(m.contains("extra"), "{m}");
+    let m = error(&run(&rt, "describe-permissions", json!({"p": ["read", "read"]})).await, OutcomeKind::SchemaError);
+    assert!(m.contains("/p"), "{m}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_function_reaches_only_what_its_grant_or_policy_file_gives() {
+    let ws = workspace();
+    std::fs::create_dir(ws.path().join("data")).unwrap();
+    std::fs::write(ws.path().join("data/note.txt"), "granted").unwrap();
+    std::fs::write(ws.path().join("secret.txt"), "secret").unwrap();
+    let read = |path: &str| json!({"path": ws.path().join(path).display().to_string()});
+
+    // No grant, no policy file: nothing, not even the workspace.
+    let bare = runtime(ws.path(), "", vec![functions()]).await;
+    let r = run(&bare, "read-file", read("data/note.txt")).await;
+    assert!(r.is_error && !r.text().contains("granted"), "{r:?}");
+    assert_eq!(json_of(&run(&bare, "get-env", json!({"key": "HOME"})).await), json!(null));
+
+    // A config grant for one function.
+    let toml = format!(
+        "[tools.reader]\npath = {:?}\nfunction = \"read-file\"\ngrant = {{ fs_read = [\"data\"] }}\n",
+        file(ws.path(), "functions", guests::WIT_FUNCTIONS).display().to_string()
+    );
+    let mut granted = runtime(ws.path(), &toml, vec![]).await;
+    let errors = granted.load_configured(vec![], vec![]).await;
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(granted.tools().count(), 1, "only the function the entry names");
+    assert_eq!(ok(&run(&granted, "reader", read("data/note.txt")).await), "granted");
+    let r = run(&granted, "reader", read("secret.txt")).await;
+    assert!(r.is_error && !r.text().contains("secret\""), "{r:?}");
+
+    // A Wassette policy file beside the component.
+    let tools = workspace();
+    let path = file(tools.path(), "functions", guests::WIT_FUNCTIONS);
+    std::fs::write(
+        tools.path().join("functions.policy.yaml"),
+        format!(
+            "version: \"1.0\"\npermissions:\n  storage:\n    allow:\n      - uri: \"fs://{}\"\n        access: [read]\n  environment:\n    allow:\n      - key: \"TOOLHOST_KINDS_TEST\"\n",
+            ws.path().join("data").display()
+        ),
+    )
+    .unwrap();
+    let mut rt = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws.path())
+        .env([("TOOLHOST_KINDS_TEST".to_string(), "visible".to_string())])
+        .build()
+        .unwrap();
+    for r in rt.load_tools(ToolSource::file(&path).unwrap()).await {
+        r.unwrap();
+    }
+    let reader = rt.tool("read-file").unwrap();
+    assert_eq!(reader.grant_from, GrantFrom::PolicyFile);
+    assert_eq!(reader.policy_file.as_deref(), Some(tools.path().join("functions.policy.yaml").as_path()));
+    assert_eq!(ok(&run(&rt, "read-file", read("data/note.txt")).await), "granted");
+    assert!(run(&rt, "read-file", read("secret.txt")).await.is_error);
+    let w =
+        run(&rt, "write-file", json!({"path": ws.path().join("data/new.txt").display().to_string(), "contents": "x"}))
+            .await;
+    assert!(w.is_error, "read access only: {w:?}");
+    assert!(!ws.path().join("data/new.txt").exists());
+    assert_eq!(json_of(&run(&rt, "get-env", json!({"key": "TOOLHOST_KINDS_TEST"})).await), json!("visible"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_policy_file_is_a_load_error_naming_its_line() {
+    let tools = workspace();
+    let path = file(tools.path(), "functions", guests::WIT_FUNCTIONS);
+    std::fs::write(
+        tools.path().join("functions.policy.yaml"),
+        "version: \"1.0\"\npermissions:\n  storage:\n    alow: []\n",
+    )
+    .unwrap();
+    let ws = workspace();
+    let mut rt = runtime(ws.path(), "", vec![]).await;
+    let results = rt.load_tools(ToolSource::file(&path).unwrap()).await;
+    assert!(!results.is_empty() && results.iter().all(Result::is_err), "no function loads without its policy");
+    let text = toolhost::error_text(results[0].as_ref().unwrap_err());
+    assert!(text.contains("functions.policy.yaml:4") && text.contains("alow"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_trap_in_a_function_is_an_error_result() {
+    let ws = workspace();
+    let rt = runtime(ws.path(), "", vec![functions()]).await;
+    let m = error(&run(&rt, "boom", json!({})).await, OutcomeKind::Panic);
+    assert!(m.contains("boom"), "{m}");
+    // The next call gets a fresh store.
+    assert_eq!(ok(&run(&rt, "echo", json!({"text": "still here"})).await), "still here");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_config_names_one_function_or_says_which_are_there() {
+    let ws = workspace();
+    let path = file(ws.path(), "functions", guests::WIT_FUNCTIONS).display().to_string();
+    let mut rt =
+        runtime(ws.path(), &format!("[tools.Reverse]\npath = {path:?}\nfunction = \"other#echo\"\n"), vec![]).await;
+    assert!(rt.load_configured(vec![], vec![]).await.is_empty());
+    assert_eq!(ok(&run(&rt, "Reverse", json!({"text": "ab"})).await), "ba");
+
+    let mut rt = runtime(ws.path(), &format!("[tools.Which]\npath = {path:?}\n"), vec![]).await;
+    let errors = rt.load_configured(vec![], vec![]).await;
+    let text = toolhost::error_text(&errors[0]);
+    assert!(text.contains("function = ") && text.contains("other_echo") && text.contains("read-file"), "{text}");
+
+    let mut rt = runtime(ws.path(), &format!("[tools.Nope]\npath = {path:?}\nfunction = \"missing\"\n"), vec![]).await;
+    let text = toolhost::error_text(&rt.load_configured(vec![], vec![]).await[0]);
+    assert!(text.contains("no function \"missing\""), "{text}");
+
+    // A toolhost tool says these things itself.
+    let noop = file(ws.path(), "noop", guests::NOOP).display().to_string();
+    let mut rt = runtime(ws.path(), &format!("[tools.Noop]\npath = {noop:?}\nread_only = true\n"), vec![]).await;
+    let text = toolhost::error_text(&rt.load_configured(vec![], vec![]).await[0]);
+    assert!(text.contains("read_only is for function components"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_program_answers_with_its_exit_code_and_output() {
+    let ws = workspace();
+    let rt = runtime(ws.path(), "", vec![command()]).await;
+    let tool = rt.tool("wit-command").expect("named after its file");
+    assert_eq!(tool.info.kind, ToolKind::Command);
+    assert!(jsonschema::validator_for(&tool.info.input_schema).is_ok());
+    let r = run(&rt, "wit-command", json!({"args": ["echo", "hello", "world"]})).await;
+    assert_eq!(ok(&r), "exit code: 0\n--- stdout ---\nhello world\n");
+    let r = run(&rt, "wit-command", json!({"args": ["cat"], "stdin": "from stdin"})).await;
+    assert!(ok(&r).ends_with("from stdin"), "{r:?}");
+    let m = error(&run(&rt, "wit-command", json!({"args": ["exit", "3"]})).await, OutcomeKind::Failed);
+    assert!(m.starts_with("exit code: 3") && m.contains("--- stderr ---\nbye"), "{m}");
+    let m = error(&run(&rt, "wit-command", json!({})).await, OutcomeKind::Failed);
+    assert!(m.starts_with("exit code: 2") && m.contains("usage"), "{m}");
+    // Its files: the grant only (nothing here).
+    std::fs::write(ws.path().join("a.txt"), "A").unwrap();
+    let m =
+        error(&run(&rt, "wit-command", json!({"args": ["cat", ws.path().join("a.txt")]})).await, OutcomeKind::Failed);
+    assert!(m.starts_with("exit code: 1") && !m.contains("\nA"), "{m}");
+    let m = error(&run(&rt, "wit-command", json!({"args": ["panic"]})).await, OutcomeKind::Panic);
+    assert!(m.contains("asked to panic"), "{m}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_program_reads_files_under_its_grant_and_its_limits_hold() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("a.txt"), "A").unwrap();
+    let toml = "[tools.wit-command]\ngrant = { fs_read = [\".\"] }\ntimeout_ms = 1500\nmemory_mib = 32\nmax_stdio_bytes = 1000\n";
+    let rt = runtime(ws.path(), toml, vec![command()]).await;
+    let a = ws.path().join("a.txt").display().to_string();
+    assert_eq!(ok(&run(&rt, "wit-command", json!({"args": ["cat", a]})).await), "exit code: 0\n--- stdout ---\nA");
+    let w = run(&rt, "wit-command", json!({"args": ["write", ws.path().join("b.txt"), "B"]})).await;
+    assert!(w.is_error && !ws.path().join("b.txt").exists(), "read-only grant: {w:?}");
+    error(&run(&rt, "wit-command", json!({"args": ["spin"]})).await, OutcomeKind::Timeout);
+    error(&run(&rt, "wit-command", json!({"args": ["alloc"]})).await, OutcomeKind::MemoryLimit);
+    let r = run(&rt, "wit-command", json!({"args": ["flood"]})).await;
+    let text = ok(&r);
+    assert!(text.contains("bytes were dropped") && text.len() < 4000, "{}", &text[..text.len().min(300)]);
+}
