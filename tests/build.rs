@@ -25,6 +25,7 @@ const GUESTS: &[&str] = &[
     "load-spin",
     "wit-functions",
     "wit-command",
+    "wit-resource",
 ];
 
 fn main() {

@@ -7,7 +7,7 @@
 //! cat FILE...      each file's bytes to stdout; a file that cannot be read: "cat: FILE: REASON"
 //!                  on stderr, the other files still printed, exit 1
 //! env KEY          the variable's value and a newline to stdout, exit 0; unset: exit 3, no output
-//! exit N           "bye" and a newline to stderr, then exit N (0-255)
+//! exit N           "bye" and a newline to stderr, then exit N (0-255; another N: the usage)
 //! write FILE TEXT  TEXT (no newline added) written to FILE, "wrote N bytes" on stdout, exit 0;
 //!                  on failure "write: FILE: REASON" on stderr, exit 1
 //! spin             loops forever (a timeout test)
@@ -22,12 +22,13 @@
 //!
 //! # Exit codes
 //!
-//! Rust's std reaches WASI through `wasi:cli/exit@0.2.6`, whose `exit` takes only ok or err: a
-//! non-zero `ExitCode` from `main` becomes err, which hosts report as exit code 1. So the codes
-//! other than 0 and 1 (`exit N`, `env KEY` unset, usage) go through `exit-with-code` of
-//! `wasi:cli/exit@0.2.12` instead (stable since WASI 0.2.12, which wasmtime-wasi 48 provides),
-//! and show as `I32Exit(N)`, even for N = 0. `cat` and `write` failures return `ExitCode::FAILURE`
-//! from `main`, so a host sees both ways a program can end with a code.
+//! Rust's std knows only ok and err: a non-zero `ExitCode` returned from `main` makes
+//! `wasi:cli/run` return err, and `std::process::exit(n)` calls `exit(err)` of
+//! `wasi:cli/exit@0.2.6`; hosts report both as exit code 1. So the codes other than 0 and 1
+//! (`exit N`, `env KEY` unset, usage) go through `exit-with-code` of `wasi:cli/exit@0.2.12`
+//! instead (stable since WASI 0.2.12, which wasmtime-wasi 48 provides), and end the call with
+//! `I32Exit(N)`, even for N = 0. `cat` and `write` failures return `ExitCode::FAILURE` from
+//! `main` (`run` returns err), so a host sees both ways a program can end with a code.
 
 mod bindings {
     // Only `exit-with-code`: everything else comes from std. wasm-component-ld merges this import
