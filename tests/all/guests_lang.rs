@@ -25,6 +25,12 @@ fn guests_dir() -> PathBuf {
     }
 }
 
+/// The on-disk compile cache of the example components (the interpreters take seconds to
+/// compile; later test runs load them in milliseconds).
+pub(crate) fn example_cache() -> PathBuf {
+    guests_dir().join("cache")
+}
+
 /// The built example component `file` (e.g. `dataquery.wasm`), or a failure that says how to
 /// build it.
 pub(crate) fn example(file: &str) -> ToolSource {
@@ -84,7 +90,7 @@ async fn runtime_with_events(ws: &Path, toml: &str, files: &[&str], events: Opti
         .engine(engine())
         .workspace(ws)
         .config(config(toml))
-        .cache_dir(guests_dir().join("cache"));
+        .cache_dir(example_cache());
     if let Some(sink) = events {
         builder = builder.events(sink);
     }

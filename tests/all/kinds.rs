@@ -63,7 +63,8 @@ fn error(result: &ToolResult, kind: OutcomeKind) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_function_is_a_tool_with_a_schema_from_its_types_and_a_description_from_its_docs() {
     let ws = workspace();
-    let rt = runtime(ws.path(), "", vec![functions()]).await;
+    let wit = include_str!("../guests/wit-functions/wit/functions.wit");
+    let rt = runtime(ws.path(), "", vec![functions().with_wit("functions.wit", wit)]).await;
     let names: Vec<&str> = rt.tools().map(|t| t.info.name.as_str()).collect();
     for name in ["echo", "add", "divide", "read-file", "nothing", "roundtrip-record", "ints", "check", "other_echo"] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
@@ -157,7 +158,7 @@ async fn calls_convert_every_type_there_and_back() {
     let made = json_of(&run(&rt, "make-person", json!({"name": "Bo", "age": 3})).await);
     assert_eq!(made["pets"], json!([{"name": "Tom", "species": "cat"}]));
     // Results: the ok case is the answer, the error case an error result.
-    assert_eq!(ok(&run(&rt, "check", json!({"ok": true})).await), "");
+    assert_eq!(ok(&run(&rt, "check", json!({"ok": true})).await), "(check completed with no output)");
     error(&run(&rt, "check", json!({"ok": false})).await, OutcomeKind::Failed);
     let m = error(&run(&rt, "validate-name", json!({"name": ""})).await, OutcomeKind::Failed);
     assert!(m.contains("name is empty"), "{m}");
@@ -343,4 +344,101 @@ async fn a_command_program_reads_files_under_its_grant_and_its_limits_hold() {
     let r = run(&rt, "wit-command", json!({"args": ["flood"]})).await;
     let text = ok(&r);
     assert!(text.contains("bytes were dropped") && text.len() < 4000, "{}", &text[..text.len().min(300)]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_with_resources_loads_its_plain_functions_and_names_the_others() {
+    let ws = workspace();
+    let mut rt = runtime(ws.path(), "", vec![]).await;
+    let results = rt.load_tools(ToolSource::bytes("handles.wasm", guests::WIT_RESOURCE)).await;
+    let loaded: Vec<&String> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert!(loaded.contains(&&"plain".to_string()) && loaded.contains(&&"plain-increment".to_string()), "{loaded:?}");
+    let refused: Vec<String> =
+        results.iter().filter_map(|r| r.as_ref().err()).map(|e| toolhost::error_text(e)).collect();
+    assert!(refused.iter().any(|m| m.contains("make-counter") && m.contains("resource")), "{refused:?}");
+    assert!(refused.iter().any(|m| m.contains("[method]counter.increment")), "{refused:?}");
+    assert_eq!(json_of(&run(&rt, "plain-increment", json!({"n": 41})).await), json!(42));
+}
+
+/// A runtime over `ws` with the built example `files`, compiled through the examples' cache.
+async fn examples(ws: &Path, toml: &str, files: &[&str]) -> Runtime {
+    let mut rt = Runtime::builder()
+        .permission_mode(toolhost::policy::Mode::Bypass)
+        .engine(engine())
+        .workspace(ws)
+        .config(config(toml))
+        .cache_dir(crate::guests_lang::example_cache())
+        .build()
+        .expect("runtime");
+    for file in files {
+        for r in rt.load_tools(crate::guests_lang::example(file)).await {
+            r.unwrap_or_else(|e| panic!("{file}: {}", toolhost::error_text(&e)));
+        }
+    }
+    rt
+}
+
+/// The same text tools in JavaScript and in Python answer the same.
+async fn text_tools(file: &str) {
+    let ws = workspace();
+    std::fs::write(ws.path().join("note.txt"), "a note").unwrap();
+    let note = ws.path().join("note.txt").display().to_string();
+    let rt = examples(ws.path(), "", &[file]).await;
+    let names: Vec<&str> = rt.tools().map(|t| t.info.name.as_str()).collect();
+    assert_eq!(names, ["convert-case", "read-file", "shout", "word-stats"], "{file}");
+    for tool in rt.tools() {
+        assert!(jsonschema::validator_for(&tool.info.input_schema).is_ok(), "{file} {}", tool.info.name);
+    }
+    assert_eq!(ok(&run(&rt, "shout", json!({"s": "hi"})).await), "HI!", "{file}");
+    let stats = json_of(&run(&rt, "word-stats", json!({"text": "The cat and the dog.\nThe END\n"})).await);
+    assert_eq!(stats["words"], 7, "{file}: {stats}");
+    assert_eq!(stats["longest"], "The", "{file}: {stats}");
+    let stats = json_of(
+        &run(
+            &rt,
+            "word-stats",
+            json!({"text": "The cat and the dog.\nThe END\n", "opts": {"ignore-case": true, "top": 2}}),
+        )
+        .await,
+    );
+    assert_eq!(stats["top"], json!([{"word": "the", "count": 3}, {"word": "cat", "count": 1}]), "{file}");
+    let m = error(&run(&rt, "word-stats", json!({"text": "  "})).await, OutcomeKind::Failed);
+    assert!(m.contains("no words"), "{file}: {m}");
+    assert_eq!(ok(&run(&rt, "convert-case", json!({"text": "hello wORLD", "to": "title"})).await), "Hello World");
+    let m = error(&run(&rt, "convert-case", json!({"text": "x", "to": "shouting"})).await, OutcomeKind::SchemaError);
+    assert!(m.contains("shouting") && m.contains("/to"), "{file}: {m}");
+    let m = error(&run(&rt, "word-stats", json!({"text": "x", "opts": {"top": 2}})).await, OutcomeKind::SchemaError);
+    assert!(m.contains("ignore-case"), "{file}: names the missing field: {m}");
+    // No grant: the file is out of reach; granted, it reads.
+    let r = run(&rt, "read-file", json!({"path": note})).await;
+    assert!(r.is_error && !r.text().contains("a note"), "{file}: {r:?}");
+    let rt = examples(ws.path(), "[tools.read-file]\ngrant = { fs_read = [\".\"] }\n", &[file]).await;
+    assert_eq!(ok(&run(&rt, "read-file", json!({"path": note})).await), "a note", "{file}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_javascript_function_component_answers() {
+    text_tools("fn-js.wasm").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_python_function_component_answers() {
+    text_tools("fn-python.wasm").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_c_command_program_answers() {
+    let ws = workspace();
+    std::fs::write(ws.path().join("a.txt"), "one two\nthree\n").unwrap();
+    let a = ws.path().join("a.txt").display().to_string();
+    let rt = examples(ws.path(), "", &["cmd-c.wasm"]).await;
+    assert_eq!(
+        ok(&run(&rt, "cmd-c", json!({"stdin": "hello world\nbye\n"})).await),
+        "exit code: 0\n--- stdout ---\n2 3 16\n"
+    );
+    let m = error(&run(&rt, "cmd-c", json!({"args": [a]})).await, OutcomeKind::Failed);
+    assert!(m.starts_with("exit code: 1") && m.contains("a.txt"), "no grant: {m}");
+    let rt = examples(ws.path(), "[tools.cmd-c]\ngrant = { fs_read = [\".\"] }\n", &["cmd-c.wasm"]).await;
+    let out = ok(&run(&rt, "cmd-c", json!({"args": [a]})).await);
+    assert!(out.contains("2 3 14"), "{out}");
 }

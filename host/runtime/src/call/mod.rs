@@ -1,10 +1,11 @@
 //! One call: a `tool_use` in, exactly one `tool_result` out. The call's options and context,
 //! classifying it for the scheduler, the steps in order ([`pipeline`]), the permission step,
-//! how a guest's answer maps to a result ([`outcome`], [`result`], [`spill`]) and the one way a
-//! refusal becomes a result ([`refusal`]).
+//! how a schema error reads ([`issues`]), how a guest's answer maps to a result ([`outcome`],
+//! [`result`], [`spill`]) and the one way a refusal becomes a result ([`refusal`]).
 
 pub(crate) mod classify;
 pub(crate) mod ctx;
+pub(crate) mod issues;
 pub(crate) mod options;
 pub(crate) mod outcome;
 pub(crate) mod permission;

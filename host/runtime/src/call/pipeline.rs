@@ -314,14 +314,7 @@ impl Runtime {
                 ),
             ));
         }
-        let issues: Vec<String> = tool
-            .validator
-            .iter_errors(value)
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                format!("- {}: {e}", if path.is_empty() { "(root)".to_string() } else { format!("`{path}`") })
-            })
-            .collect();
+        let issues: Vec<String> = tool.validator.iter_errors(value).map(|e| super::issues::issue_line(&e)).collect();
         if !issues.is_empty() {
             let n = issues.len();
             return Err(Refusal::new(

@@ -73,7 +73,8 @@ pub(crate) struct FunctionRecord {
     /// exported function has the same name (WIT names never contain `_`, and model APIs
     /// refuse `.` in tool names).
     pub(crate) name: String,
-    pub(crate) description: String,
+    /// Its documentation, when the component carries it (`package-docs`).
+    pub(crate) description: Option<String>,
     /// The input schema (JSON text).
     pub(crate) input_schema: String,
     /// Why it cannot be a tool, if it cannot (a resource parameter, an async function).
@@ -91,16 +92,23 @@ pub(crate) fn describe(engine: &Engine, component: &Component, bytes: &[u8]) -> 
     found
         .iter()
         .map(|(export, f)| {
+            // A resource's functions are `[static]counter.make` and the like.
+            let bare = export.function.rsplit_once(']').map_or(export.function.as_str(), |(_, f)| f).replace('.', "_");
             let name = match export.interface_name() {
-                Some(iface) if uses[export.function.as_str()] > 1 => format!("{iface}_{}", export.function),
-                _ => export.function.clone(),
+                Some(iface) if uses[export.function.as_str()] > 1 => format!("{iface}_{bare}"),
+                _ => bare,
             };
-            let description = docs
-                .get(export)
-                .cloned()
-                .unwrap_or_else(|| format!("Calls the function `{export}` of this component."));
+            let description = docs.get(export).cloned();
+            let valid = !name.is_empty()
+                && name.len() <= 64
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            let refused = refusal(export, f).or_else(|| {
+                (!valid).then(|| {
+                    format!("function `{export}`: {name:?} cannot be a tool name (1-64 characters from [A-Za-z0-9_-])")
+                })
+            });
             FunctionRecord {
-                refused: refusal(export, f),
+                refused,
                 input_schema: wit_schema::params_schema(f.params()).to_string(),
                 export: export.clone(),
                 name,
@@ -110,8 +118,10 @@ pub(crate) fn describe(engine: &Engine, component: &Component, bytes: &[u8]) -> 
         .collect()
 }
 
-/// The tools of the described functions (or why a function cannot be one).
-pub(crate) fn described(functions: Vec<FunctionRecord>) -> Vec<Described> {
+/// The tools of the described functions (or why a function cannot be one). A function the
+/// component does not document takes its description from `docs` (the WIT beside the
+/// component), or a generic one.
+pub(crate) fn described(functions: Vec<FunctionRecord>, docs: &Docs) -> Vec<Described> {
     functions
         .into_iter()
         .map(|f| {
@@ -123,9 +133,12 @@ pub(crate) fn described(functions: Vec<FunctionRecord>) -> Vec<Described> {
             let validator = jsonschema::validator_for(&input_schema).map_err(|e| {
                 LoadError::Schema(SchemaError::NotASchema { tool: f.name.clone(), message: e.to_string() })
             })?;
+            let description = f.description.or_else(|| docs.get(&f.export).cloned()).unwrap_or_else(|| {
+                format!("Calls the function `{}` of this component (it documents nothing).", f.export)
+            });
             let info = ToolInfo {
                 name: f.name,
-                description: f.description,
+                description,
                 input_schema,
                 permission_subject: None,
                 read_only: false,
@@ -148,6 +161,10 @@ pub(crate) fn exported(engine: &Engine, component: &Component) -> Vec<(FunctionE
                 found.push((FunctionExport { interface: None, function: name.to_string() }, f));
             }
             ComponentItem::ComponentInstance(instance) => {
+                // componentize-py's build-time initialisation hook, not a function of the program.
+                if name == "exports" {
+                    continue;
+                }
                 for (fname, item) in instance.exports(engine) {
                     if let ComponentItem::ComponentFunc(f) = item.ty {
                         let export = FunctionExport { interface: Some(name.to_string()), function: fname.to_string() };
@@ -184,15 +201,50 @@ fn refusal(export: &FunctionExport, f: &ComponentFunc) -> Option<String> {
 /// The longest description kept from a component's documentation.
 const MAX_DESCRIPTION: usize = 4096;
 
-/// The documentation of each exported function, from the component's WIT (the `package-docs`
-/// section wit-bindgen and the other binding generators write). Best effort: a component
-/// without it, or one the decoder cannot read, has none.
-fn docs(bytes: &[u8]) -> HashMap<FunctionExport, String> {
-    use wit_parser::{WorldItem, WorldKey, decoding::DecodedWasm};
+/// Each exported function's documentation.
+pub(crate) type Docs = HashMap<FunctionExport, String>;
+
+/// The documentation of each exported function, from the component's WIT (a `package-docs`
+/// section, which binding generators may write). Best effort: a component without it, or one
+/// the decoder cannot read, has none.
+fn docs(bytes: &[u8]) -> Docs {
+    use wit_parser::decoding::DecodedWasm;
     let mut out = HashMap::new();
     // The decoder reads bytes a tool's author wrote: a panic in it must not end the host.
     let decoded = std::panic::catch_unwind(|| wit_parser::decoding::decode(bytes));
-    let Ok(Ok(DecodedWasm::Component(resolve, world))) = decoded else { return out };
+    if let Ok(Ok(DecodedWasm::Component(resolve, world))) = decoded {
+        world_docs(&resolve, world, &mut out);
+    }
+    out
+}
+
+/// The largest WIT file read for documentation.
+pub(crate) const MAX_WIT_BYTES: usize = 1 << 20;
+
+/// The documentation of the functions exported by every world of a WIT document (the `.wit`
+/// file beside a component, as its author wrote it: today's toolchains do not put the doc
+/// comments into the component).
+///
+/// # Errors
+///
+/// The parser's message when the text is not a WIT package it can resolve on its own.
+pub(crate) fn docs_from_wit(text: &str, path: &std::path::Path) -> Result<Docs, String> {
+    let mut resolve = wit_parser::Resolve::new();
+    let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| resolve.push_str(path, text)));
+    let package = match parsed {
+        Ok(Ok(package)) => package,
+        Ok(Err(e)) => return Err(format!("{e:#}")),
+        Err(_) => return Err("the WIT parser failed on it".to_string()),
+    };
+    let mut out = HashMap::new();
+    for world in resolve.packages[package].worlds.values() {
+        world_docs(&resolve, *world, &mut out);
+    }
+    Ok(out)
+}
+
+fn world_docs(resolve: &wit_parser::Resolve, world: wit_parser::WorldId, out: &mut Docs) {
+    use wit_parser::{WorldItem, WorldKey};
     let text = |docs: &wit_parser::Docs| docs.contents.as_deref().map(str::trim).filter(|d| !d.is_empty()).map(clip);
     for (key, item) in &resolve.worlds[world].exports {
         match item {
@@ -222,7 +274,6 @@ fn docs(bytes: &[u8]) -> HashMap<FunctionExport, String> {
             WorldItem::Type { .. } => {}
         }
     }
-    out
 }
 
 fn clip(text: &str) -> String {

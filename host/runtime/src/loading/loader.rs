@@ -71,6 +71,45 @@ pub struct ToolSource {
     /// with it: its path, and its grant or why it cannot be used (an error at load, never a
     /// file silently ignored).
     pub(crate) policy_file: Option<PolicyFile>,
+    /// The documentation of a function component's functions, from the WIT file beside it
+    /// (`NAME.wit`) or given ([`ToolSource::with_wit`]).
+    pub(crate) wit_docs: Option<WitDocs>,
+}
+
+/// The documentation read from a WIT document given with a component.
+#[derive(Debug, Clone)]
+pub(crate) struct WitDocs {
+    /// Where it came from (for messages).
+    pub(crate) path: PathBuf,
+    /// The functions' docs, or why the document could not be used.
+    pub(crate) docs: std::result::Result<Arc<kinds::functions::Docs>, String>,
+}
+
+impl WitDocs {
+    fn parse(path: PathBuf, text: &str) -> WitDocs {
+        let docs = if text.len() > kinds::functions::MAX_WIT_BYTES {
+            Err(format!("larger than {} bytes", kinds::functions::MAX_WIT_BYTES))
+        } else {
+            kinds::functions::docs_from_wit(text, &path).map(Arc::new)
+        };
+        WitDocs { path, docs }
+    }
+
+    /// The `.wit` file beside `component`, if there is one.
+    fn beside(component: &Path) -> Option<WitDocs> {
+        let path = component.with_extension("wit");
+        let meta = std::fs::metadata(&path).ok()?;
+        if !meta.is_file() {
+            return Some(WitDocs { path, docs: Err("not a regular file".into()) });
+        }
+        if meta.len() > kinds::functions::MAX_WIT_BYTES as u64 {
+            return Some(WitDocs { docs: Err(format!("larger than {} bytes", kinds::functions::MAX_WIT_BYTES)), path });
+        }
+        Some(match std::fs::read_to_string(&path) {
+            Ok(text) => WitDocs::parse(path, &text),
+            Err(e) => WitDocs { path, docs: Err(format!("cannot read: {e}")) },
+        })
+    }
 }
 
 /// A component's policy file, read.
@@ -121,7 +160,11 @@ impl ToolSource {
                 Err(e) => Some(PolicyFile { path: policy, grant: Err(Arc::new(e)) }),
             }
         });
-        Ok(ToolSource { policy_file, ..ToolSource::new(Origin::File(path.to_path_buf()), bytes.into()) })
+        Ok(ToolSource {
+            policy_file,
+            wit_docs: WitDocs::beside(path),
+            ..ToolSource::new(Origin::File(path.to_path_buf()), bytes.into())
+        })
     }
 
     /// A tool embedded in the binary, trusted by the host: embedded tools share one context
@@ -151,6 +194,7 @@ impl ToolSource {
             embedded: None,
             declaration_check: None,
             policy_file: None,
+            wit_docs: None,
         }
     }
 
@@ -172,6 +216,14 @@ impl ToolSource {
     #[allow(unsafe_code, reason = "running code made ahead of time is unsafe by nature")]
     pub unsafe fn with_precompiled(mut self, wasm_sha256: &'static str, code: &'static [u8]) -> Self {
         self.precompiled = Some((wasm_sha256, code));
+        self
+    }
+
+    /// The WIT document a function component was built from (its text, named `label` in
+    /// messages), for the doc comments of its functions: today's toolchains leave them out of
+    /// the component. [`ToolSource::file`] reads `NAME.wit` beside `NAME.wasm` itself.
+    pub fn with_wit(mut self, label: impl Into<PathBuf>, text: &str) -> Self {
+        self.wit_docs = Some(WitDocs::parse(label.into(), text));
         self
     }
 
@@ -204,6 +256,11 @@ impl ToolSource {
     ) -> Self {
         self.declaration_check = Some(DeclarationCheck(std::sync::Arc::new(check)));
         self
+    }
+
+    /// The documentation given with the component (none when its WIT could not be used).
+    fn docs(&self) -> Arc<kinds::functions::Docs> {
+        self.wit_docs.as_ref().and_then(|w| w.docs.as_ref().ok()).cloned().unwrap_or_default()
     }
 
     /// Require the bytes to have this sha256 (hex, any case).
@@ -447,7 +504,9 @@ pub(crate) async fn describe(
         Some(LoadRecord::Schema(raw)) => {
             return check_schema(raw).map(|d| vec![Ok(d)]).map_err(|e| source.err(LoadError::Schema(e)));
         }
-        Some(LoadRecord::Functions { functions }) => return Ok(kinds::functions::described(functions)),
+        Some(LoadRecord::Functions { functions }) => {
+            return Ok(kinds::functions::described(functions, &source.docs()));
+        }
         Some(LoadRecord::Command) => return Ok(vec![kinds::command::described(source)]),
         Some(LoadRecord::Failed { message, timeout_ms, timed_out })
             if !(timed_out && limits.load_timeout_ms > timeout_ms) =>
@@ -461,7 +520,8 @@ pub(crate) async fn describe(
             match &compiled.pre {
                 Pre::Functions(_) => {
                     let functions = kinds::functions::describe(&engine.engine, &compiled.component, &source.bytes);
-                    (Ok(kinds::functions::described(functions.clone())), LoadRecord::Functions { functions })
+                    let described = kinds::functions::described(functions.clone(), &source.docs());
+                    (Ok(described), LoadRecord::Functions { functions })
                 }
                 Pre::Command(_) => (Ok(vec![kinds::command::described(source)]), LoadRecord::Command),
                 Pre::Toolhost(_) => match run_schema(engine, &compiled, source, limits).await {

@@ -327,6 +327,11 @@ impl Runtime {
         let ToolGrant { grant, from, effective, preopens, own_policy, check_reads, inside_workspace, mut warnings } =
             resolved;
         let policy_file = source.policy_file.as_ref().map(|p| p.path.clone());
+        if let (ToolKind::Function { .. }, Some(wit)) = (&info.kind, &source.wit_docs)
+            && let Err(why) = &wit.docs
+        {
+            warnings.push(format!("its WIT file {} gives no descriptions: {why}", wit.path.display()));
+        }
         if let (Some(path), GrantFrom::Config) = (&policy_file, from) {
             warnings
                 .push(format!("its policy file {} is not used: [tools.{name}] grant takes its place", path.display()));
