@@ -727,3 +727,37 @@ async fn a_request_has_one_budget_of_retries_and_a_huge_retry_after_is_clamped()
         assert_eq!(r.delay, Duration::from_millis(1), "cut to max_retry_after: {r:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_function_component_and_a_command_program_answer_the_model() {
+    let ws = files();
+    let server = ModelServer::start(vec![
+        Answer::new("tool_use")
+            .tool("toolu_f", "other_echo", json!({"text": "abc"}))
+            .tool("toolu_c", "cmd", json!({"args": ["echo", "hi"]}))
+            .tool("toolu_r", "Read", json!({"file_path": "a.txt"}))
+            .anthropic(),
+        Answer::text_only("Done.").anthropic(),
+    ]);
+    let mut rt =
+        Runtime::builder().permission_mode(Mode::Bypass).engine(engine()).workspace(ws.path()).build().unwrap();
+    for s in default_tools() {
+        rt.load(s).await.expect("load");
+    }
+    for r in rt.load_tools(toolhost::ToolSource::bytes("functions.wasm", toolhost_tests::guests::WIT_FUNCTIONS)).await {
+        r.expect("a function");
+    }
+    rt.load(toolhost::ToolSource::bytes("cmd.wasm", toolhost_tests::guests::WIT_COMMAND)).await.expect("the command");
+    let (outcome, _) = run_agent(Arc::new(rt), anthropic(&server), options()).await;
+    assert_eq!(outcome.expect("run").tool_errors, 0);
+    let requests = server.requests();
+    let names: Vec<&str> =
+        requests[0].body["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for name in ["Read", "cmd", "echo", "other_echo", "roundtrip-record"] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    let results = last_message(&requests[1].body)["content"].as_array().unwrap().clone();
+    assert_eq!(results[0]["content"], json!([{"type": "text", "text": "cba"}]));
+    assert_eq!(results[1]["content"], json!([{"type": "text", "text": "exit code: 0\n--- stdout ---\nhi\n"}]));
+    assert!(results[2]["content"][0]["text"].as_str().unwrap().contains("alpha"));
+}

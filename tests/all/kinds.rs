@@ -442,3 +442,25 @@ async fn a_c_command_program_answers() {
     let out = ok(&run(&rt, "cmd-c", json!({"args": [a]})).await);
     assert!(out.contains("2 3 14"), "{out}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_tool_may_write_a_policy_file_beside_a_loaded_component() {
+    let ws = workspace();
+    let tools = ws.path().join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    let path = file(&tools, "functions", guests::WIT_FUNCTIONS);
+    let mut rt = runtime(ws.path(), "", toolhost_tests::default_tools()).await;
+    for r in rt.load_tools(ToolSource::file(&path).unwrap()).await {
+        r.unwrap();
+    }
+    // Granted the whole workspace, Write still may not plant the file that would choose the
+    // functions' grant at the next start, nor replace the component.
+    let policy = tools.join("functions.policy.yaml");
+    let grant_all = "version: \"1.0\"\npermissions:\n  storage:\n    allow:\n      - uri: \"fs:///\"\n        access: [read, write]\n";
+    let r = run(&rt, "Write", json!({"file_path": policy.display().to_string(), "content": grant_all})).await;
+    assert!(r.is_error, "{r:?}");
+    assert!(r.text().contains("policy file of tool"), "{r:?}");
+    assert!(!policy.exists());
+    let r = run(&rt, "Write", json!({"file_path": path.display().to_string(), "content": "x"})).await;
+    assert!(r.is_error && std::fs::read(&path).unwrap() == guests::WIT_FUNCTIONS, "{r:?}");
+}

@@ -41,13 +41,17 @@ impl Fixture {
 
     /// `toolhost --workspace WS --tools TOOLS --allow Panic --allow Progress mcp ARGS…`.
     fn command(&self, extra: &[&str]) -> Command {
+        self.command_allowing(&["Panic", "Progress"], extra)
+    }
+
+    /// `toolhost --workspace WS --tools TOOLS --allow TOOL… mcp ARGS…`.
+    fn command_allowing(&self, allow: &[&str], extra: &[&str]) -> Command {
         let mut c = Command::new(binary());
-        c.arg("--workspace")
-            .arg(self.ws.path())
-            .arg("--tools")
-            .arg(self.tools.path())
-            .args(["--allow", "Panic", "--allow", "Progress"])
-            .arg("mcp")
+        c.arg("--workspace").arg(self.ws.path()).arg("--tools").arg(self.tools.path());
+        for tool in allow {
+            c.args(["--allow", tool]);
+        }
+        c.arg("mcp")
             .args(extra)
             .current_dir(self.ws.path())
             .env("TOOLHOST_CACHE_DIR", cache_dir())
@@ -1012,4 +1016,36 @@ fn a_tool_cannot_write_the_token_file() {
     assert_eq!(response["result"]["isError"], true, "{response}");
     assert!(response.to_string().contains("The sandbox refused"), "{response}");
     assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), token);
+}
+
+#[tokio::test]
+async fn function_components_and_command_programs_are_offered_beside_the_default_tools() {
+    within(async {
+        let fx = Fixture::new();
+        std::fs::write(fx.tools.path().join("functions.wasm"), guests::WIT_FUNCTIONS).unwrap();
+        std::fs::write(fx.tools.path().join("wc.wasm"), guests::WIT_COMMAND).unwrap();
+        let command = tokio::process::Command::from(fx.command_allowing(&["other_echo", "wc"], &[]));
+        let transport = TokioChildProcess::builder(command).stderr(Stdio::null()).spawn().expect("spawn").0;
+        let client = ().serve(transport).await.expect("initialize");
+        let tools = client.list_all_tools().await.unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        for name in ["Read", "echo", "other_echo", "greet", "wc"] {
+            assert!(names.contains(&name), "{name} missing from {names:?}");
+        }
+        let greet = tools.iter().find(|t| t.name == "greet").unwrap();
+        assert_eq!(greet.input_schema["properties"]["p"]["properties"]["age"]["maximum"], json!(255));
+        let ann = greet.annotations.as_ref().expect("annotations");
+        assert_eq!(ann.read_only_hint, Some(false), "a function says nothing of itself");
+
+        let echoed = client.call_tool(call("other_echo", json!({"text": "abc"}))).await.unwrap();
+        assert_eq!((echoed.is_error, text(&echoed)), (Some(false), "cba".to_string()));
+        let ran = client.call_tool(call("wc", json!({"args": ["echo", "over", "mcp"]}))).await.unwrap();
+        assert_eq!(ran.is_error, Some(false), "{ran:?}");
+        assert_eq!(text(&ran), "exit code: 0\n--- stdout ---\nover mcp\n");
+        let failed = client.call_tool(call("wc", json!({"args": ["exit", "4"]}))).await.unwrap();
+        assert_eq!(failed.is_error, Some(true));
+        assert!(text(&failed).starts_with("exit code: 4"), "{failed:?}");
+        client.cancel().await.unwrap();
+    })
+    .await;
 }

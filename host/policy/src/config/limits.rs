@@ -119,7 +119,18 @@ mod tests {
     fn every_limit_is_read_in_limits_and_each_per_tool_one_in_tools_too() {
         let keys: Vec<&str> = Limits::KEYS.iter().map(|k| k.name).collect();
         assert_eq!(accepted("[limits]"), keys, "`[limits]` takes exactly the table's keys, in its order");
-        let own = ["path", "sha256", "source", "version", "grant", "allow_private_network"];
+        let own = [
+            "path",
+            "sha256",
+            "source",
+            "version",
+            "grant",
+            "allow_private_network",
+            "function",
+            "concurrency_safe",
+            "read_only",
+            "description",
+        ];
         let per_tool = Limits::KEYS.iter().filter(|k| k.per_tool).map(|k| k.name);
         assert_eq!(
             accepted("[tools.X]"),
