@@ -464,3 +464,39 @@ async fn no_tool_may_write_a_policy_file_beside_a_loaded_component() {
     let r = run(&rt, "Write", json!({"file_path": path.display().to_string(), "content": "x"})).await;
     assert!(r.is_error && std::fs::read(&path).unwrap() == guests::WIT_FUNCTIONS, "{r:?}");
 }
+
+#[test]
+fn the_command_line_adds_lists_inspects_and_calls_the_other_kinds() {
+    use toolhost_tests::cli::{fails, ok, run as th};
+    let ws = workspace();
+    let tools = workspace();
+    let functions = file(tools.path(), "functions", guests::WIT_FUNCTIONS).display().to_string();
+    file(tools.path(), "wit-command", guests::WIT_COMMAND);
+    std::fs::copy("guests/wit-functions/wit/functions.wit", tools.path().join("functions.wit")).unwrap();
+
+    let out = ok(&th(ws.path(), &["inspect", &functions]));
+    assert!(out.contains("kind:        function") && out.contains("tool other_echo"), "{out}");
+    assert!(out.contains("Returns the text reversed"), "descriptions from the WIT beside it: {out}");
+
+    fails(&th(ws.path(), &["add", &functions]), "install one with --function NAME");
+    ok(&th(ws.path(), &["add", &functions, "--function", "other#echo", "--name", "Reverse"]));
+    let config = std::fs::read_to_string(ws.path().join("toolhost.toml")).unwrap();
+    assert!(config.contains("[tools.Reverse]") && config.contains("function = \"other#echo\""), "{config}");
+    let out = ok(&th(ws.path(), &["--allow", "Reverse", "call", "Reverse", r#"{"text":"abc"}"#]));
+    assert!(out.contains("cba"), "{out}");
+
+    let dir = tools.path().display().to_string();
+    let out = ok(&th(ws.path(), &["--tools", &dir, "list"]));
+    assert!(out.contains("Reverse (function") && out.contains("wit-command (command"), "{out}");
+    assert!(out.contains("ceiling: none (the grant alone decides)"), "{out}");
+    let out = ok(&th(
+        ws.path(),
+        &["--tools", &dir, "--allow", "wit-command", "call", "wit-command", r#"{"args":["echo","x"]}"#],
+    ));
+    assert!(out.contains("exit code: 0") && out.contains('x'), "{out}");
+    let json: Value = serde_json::from_str(&ok(&th(ws.path(), &["--tools", &dir, "list", "--json"]))).unwrap();
+    let reverse = json["tools"].as_array().unwrap().iter().find(|t| t["name"] == "Reverse").unwrap();
+    assert_eq!(reverse["kind"]["kind"], "function");
+    assert_eq!(reverse["operator_grant_from"], "nothing");
+    assert_eq!(reverse["ceiling"], Value::Null);
+}

@@ -65,7 +65,13 @@ pub fn signer_shown(config: &Config, name: &str, lock: &Lock) -> Option<String> 
 
 /// `text` with `[tools.NAME] source = "…"` (and `version = "…"`) appended; everything before
 /// it kept byte for byte.
-pub fn append_tool(text: &str, name: &str, source: &ToolRef, version: Option<&VersionReq>) -> String {
+pub fn append_tool(
+    text: &str,
+    name: &str,
+    source: &ToolRef,
+    version: Option<&VersionReq>,
+    function: Option<&str>,
+) -> String {
     let bare = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     let key = if bare { name.to_string() } else { toml::Value::String(name.to_string()).to_string() };
     // With a version, the source is written without the `:latest` it reads as.
@@ -85,6 +91,9 @@ pub fn append_tool(text: &str, name: &str, source: &ToolRef, version: Option<&Ve
     if let Some(v) = version {
         out.push_str(&format!("version = {}\n", toml::Value::String(v.to_string())));
     }
+    if let Some(f) = function {
+        out.push_str(&format!("function = {}\n", toml::Value::String(f.to_string())));
+    }
     out
 }
 
@@ -98,6 +107,29 @@ pub fn show(i: &Inspection, granted: &[String], signer: &Signer) {
     crate::output::outln!("  granted:     {}", list(granted));
     crate::output::outln!("  signer:      {signer}");
     crate::output::outln!("  sha256:      {}", i.sha256);
+}
+
+/// The tool of a component to install: a function component's function `spec` (its tool name
+/// or `INTERFACE#FUNCTION`), or its only tool.
+fn choose_function(i: &Inspection, spec: Option<&str>) -> Result<toolhost::ToolInfo> {
+    let names = || i.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ");
+    match spec {
+        None if i.tools.len() <= 1 => Ok(i.info.clone()),
+        None => anyhow::bail!(
+            "the component offers {} tools ({}): install one with --function NAME (and again for each other)",
+            i.tools.len(),
+            names()
+        ),
+        Some(spec) => i
+            .tools
+            .iter()
+            .find(|t| match &t.kind {
+                toolhost::ToolKind::Function { export } => t.name == spec || export.matches(spec),
+                _ => false,
+            })
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("the component has no function {spec:?} (its tools: {})", names())),
+    }
 }
 
 /// A source fetched, described and judged, with the lock entry it would get.
@@ -122,11 +154,13 @@ pub async fn choose_tag(r: &OciRef, version: Option<&VersionReq>, access: &Acces
 
 /// Fetch `source` (at the newest tag `version` allows, with one) for the tool `name` (the name
 /// given, or `None` for the one it declares), check its digests and signature under
-/// `config`'s `[trust]`, and describe it.
+/// `config`'s `[trust]`, and describe it. For a function component, the tool is its function
+/// `function` (or the config's `[tools.NAME] function`, or its only one).
 pub async fn candidate(
     config: &Config,
     config_file: &Path,
     name: Option<&str>,
+    function: Option<&str>,
     source: &ToolRef,
     version: Option<&VersionReq>,
     workspace: &Path,
@@ -138,10 +172,19 @@ pub async fn candidate(
     };
     let fetched = toolhost_registry::fetch(&at, &base_dir(config_file), &access).await?;
     let signer = sign::judge(fetched.signature.as_ref(), &fetched.component_digest, source, &config.trust)?;
-    let inspection = describe(&fetched.resolved, &fetched.bytes).await?;
+    let mut inspection = describe(&fetched.resolved, &fetched.bytes).await?;
+    let configured =
+        name.and_then(|n| config.tools.get(n)).and_then(|t| t.function.as_ref()).map(|f| f.get_ref().as_str());
+    inspection.info = choose_function(&inspection, function.or(configured))?;
     let name = name.unwrap_or(&inspection.info.name);
     let ceiling = capability_strings(&inspection.info.capabilities, workspace);
-    let grant = effective(config, name, &inspection.info.capabilities, inspection.info.read_only, workspace);
+    let grant = if inspection.info.kind.describes_itself() {
+        effective(config, name, &inspection.info.capabilities, inspection.info.read_only, workspace)
+    } else {
+        // No ceiling: the grant alone, and without one nothing (never the default grant).
+        let granted = config.tools.get(name).and_then(|t| t.grant()).map(|g| g.capabilities(workspace));
+        capability_strings(&granted.unwrap_or_default(), workspace)
+    };
     let signature = fetched.signature.as_ref().filter(|_| signer != Signer::Unsigned);
     let entry = LockedTool {
         source: source.to_string(),
@@ -166,14 +209,14 @@ mod tests {
     #[test]
     fn appending_keeps_the_file() {
         let src: ToolRef = "oci://r.io/a/b:1".parse().unwrap();
-        assert_eq!(append_tool("", "B", &src, None), "[tools.B]\nsource = \"oci://r.io/a/b:1\"\n");
+        assert_eq!(append_tool("", "B", &src, None, None), "[tools.B]\nsource = \"oci://r.io/a/b:1\"\n");
         let tagless: ToolRef = "oci://r.io/a/b".parse().unwrap();
         let req: VersionReq = "^1.2".parse().unwrap();
-        let out = append_tool("", "B", &tagless, Some(&req));
+        let out = append_tool("", "B", &tagless, Some(&req), None);
         assert_eq!(out, "[tools.B]\nsource = \"oci://r.io/a/b\"\nversion = \"^1.2\"\n");
         assert!(Config::parse(&out, Path::new("t.toml")).unwrap().tools["B"].version.is_some());
         let text = "# mine\n[limits]\nfuel = 5";
-        let out = append_tool(text, "my tool", &src, None);
+        let out = append_tool(text, "my tool", &src, None, None);
         assert!(out.starts_with(text));
         assert_eq!(&out[text.len()..], "\n\n[tools.\"my tool\"]\nsource = \"oci://r.io/a/b:1\"\n");
         assert!(Config::parse(&out, Path::new("t.toml")).unwrap().tools["my tool"].source.is_some());

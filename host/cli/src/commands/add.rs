@@ -25,6 +25,10 @@ pub struct AddCommand {
     /// it; the capabilities of both are shown. Without it such a name is refused.
     #[arg(long)]
     replace: bool,
+    /// For a function component (one tool per exported function): which function to install,
+    /// as its tool name or `INTERFACE#FUNCTION`; written as `[tools.N] function`.
+    #[arg(long)]
+    function: Option<String>,
 }
 
 impl AddCommand {
@@ -56,7 +60,9 @@ impl AddCommand {
         let config = Config::parse(&text, &config_file)?;
         let workspace = setup::workspace(global)?;
         let version = self.version.as_ref();
-        let c = install::candidate(&config, &config_file, self.name.as_deref(), &source, version, &workspace).await?;
+        let function = self.function.as_deref();
+        let c = install::candidate(&config, &config_file, self.name.as_deref(), function, &source, version, &workspace)
+            .await?;
         let name = self.name.clone().unwrap_or_else(|| c.inspection.info.name.clone());
         // A name an embedded tool has: the new tool would replace it wherever rules, hooks and
         // habits name it (a config that allows `Read` would let a writing `Read` write).
@@ -111,7 +117,7 @@ impl AddCommand {
                 "{} already has [tools.{name}]; choose another name with --name, or run `toolhost update {name}`",
                 config_file.display()
             ),
-            None => install::append_tool(&text, &name, &source, version),
+            None => install::append_tool(&text, &name, &source, version, function),
         };
         Config::parse(&new_text, &config_file).context("the config would not parse after adding the tool")?;
 

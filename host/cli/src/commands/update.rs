@@ -71,7 +71,7 @@ impl UpdateCommand {
                     ToolRef::Oci(_) => old.resolved.parse()?,
                     other => other.clone(),
                 };
-                let c = install::candidate(&config, &config_file, Some(&name), &exact, None, &workspace).await?;
+                let c = install::candidate(&config, &config_file, Some(&name), None, &exact, None, &workspace).await?;
                 if c.entry.component != old.component {
                     drift.push(format!(
                         "{name}: {source} now has {} (locked: {}); run `toolhost update {name}`",
@@ -96,9 +96,10 @@ impl UpdateCommand {
                 crate::output::outln!("{name}: {} (as locked)", old.resolved);
                 continue;
             }
-            let mut c = install::candidate(&config, &config_file, Some(&name), &source, version.as_ref(), &workspace)
-                .await
-                .with_context(|| format!("updating {name}"))?;
+            let mut c =
+                install::candidate(&config, &config_file, Some(&name), None, &source, version.as_ref(), &workspace)
+                    .await
+                    .with_context(|| format!("updating {name}"))?;
             // The same bytes fetched without their signature keep the locked one (it signs the
             // digest, which has not changed).
             if let Some(old) = &old
