@@ -500,3 +500,52 @@ fn the_command_line_adds_lists_inspects_and_calls_the_other_kinds() {
     assert_eq!(reverse["operator_grant_from"], "nothing");
     assert_eq!(reverse["ceiling"], Value::Null);
 }
+
+/// `bytes` with a top-level custom section `name` holding `data` appended (valid anywhere
+/// after the header).
+fn with_custom_section(bytes: &[u8], name: &str, data: &[u8]) -> Vec<u8> {
+    let leb = |mut n: usize| {
+        let mut out = Vec::new();
+        loop {
+            let b = (n & 0x7f) as u8;
+            n >>= 7;
+            out.push(if n == 0 { b } else { b | 0x80 });
+            if n == 0 {
+                return out;
+            }
+        }
+    };
+    let mut contents = leb(name.len());
+    contents.extend_from_slice(name.as_bytes());
+    contents.extend_from_slice(data);
+    let mut out = bytes.to_vec();
+    out.push(0);
+    out.extend(leb(contents.len()));
+    out.extend(contents);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn descriptions_come_from_a_package_docs_section_as_wassette_builds_write_it() {
+    let docs = json!({
+        "worlds": {"functions": {"func_exports": {"echo": {"docs": "Echo, documented in the component."}}}},
+        "interfaces": {
+            "other": {"docs": "Text the other way.", "funcs": {"echo": {"docs": "Reverses, documented."}}},
+            "kinds": {"funcs": {"greet": "Greets (the v0 form)."}}
+        }
+    });
+    let mut data = vec![1u8];
+    data.extend(serde_json::to_vec(&docs).unwrap());
+    let bytes = with_custom_section(guests::WIT_FUNCTIONS, "package-docs", &data);
+    let ws = workspace();
+    let rt = runtime(ws.path(), "", vec![ToolSource::bytes("documented.wasm", bytes)]).await;
+    let description = |name: &str| rt.tool(name).unwrap().info.description.clone();
+    assert_eq!(description("echo"), "Echo, documented in the component.");
+    assert_eq!(description("other_echo"), "Reverses, documented.");
+    assert_eq!(description("greet"), "Greets (the v0 form).");
+    assert!(description("add").contains("documents nothing"), "{}", description("add"));
+    // A broken section is no docs, not a failure.
+    let bytes = with_custom_section(guests::WIT_FUNCTIONS, "package-docs", b"\x01{not json");
+    let rt = runtime(ws.path(), "", vec![ToolSource::bytes("broken-docs.wasm", bytes)]).await;
+    assert!(rt.tool("echo").unwrap().info.description.contains("documents nothing"));
+}

@@ -98,7 +98,7 @@ pub(crate) fn describe(engine: &Engine, component: &Component, bytes: &[u8]) -> 
                 Some(iface) if uses[export.function.as_str()] > 1 => format!("{iface}_{bare}"),
                 _ => bare,
             };
-            let description = docs.get(export).cloned();
+            let description = lookup(&docs, export);
             let valid = !name.is_empty()
                 && name.len() <= 64
                 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
@@ -133,7 +133,7 @@ pub(crate) fn described(functions: Vec<FunctionRecord>, docs: &Docs) -> Vec<Desc
             let validator = jsonschema::validator_for(&input_schema).map_err(|e| {
                 LoadError::Schema(SchemaError::NotASchema { tool: f.name.clone(), message: e.to_string() })
             })?;
-            let description = f.description.or_else(|| docs.get(&f.export).cloned()).unwrap_or_else(|| {
+            let description = f.description.or_else(|| lookup(docs, &f.export)).unwrap_or_else(|| {
                 format!("Calls the function `{}` of this component (it documents nothing).", f.export)
             });
             let info = ToolInfo {
@@ -204,16 +204,50 @@ const MAX_DESCRIPTION: usize = 4096;
 /// Each exported function's documentation.
 pub(crate) type Docs = HashMap<FunctionExport, String>;
 
-/// The documentation of each exported function, from the component's WIT (a `package-docs`
-/// section, which binding generators may write). Best effort: a component without it, or one
-/// the decoder cannot read, has none.
-fn docs(bytes: &[u8]) -> Docs {
-    use wit_parser::decoding::DecodedWasm;
+/// The documentation of each exported function, from the component's `package-docs` custom
+/// section (what `wit-docs-inject`, which Wassette's builds run, and `wasm-tools` write: a
+/// version byte, then JSON). Best effort: a component without one, or with one that does not
+/// read, has none. Read here rather than through `wit-parser`'s decoder, which refuses the
+/// whole component when the section's world names differ from the decoded ones.
+pub(crate) fn docs(bytes: &[u8]) -> Docs {
     let mut out = HashMap::new();
-    // The decoder reads bytes a tool's author wrote: a panic in it must not end the host.
-    let decoded = std::panic::catch_unwind(|| wit_parser::decoding::decode(bytes));
-    if let Ok(Ok(DecodedWasm::Component(resolve, world))) = decoded {
-        world_docs(&resolve, world, &mut out);
+    let Some(section) = super::sections::custom(bytes, "package-docs") else { return out };
+    let (Some(0 | 1), Ok(json)) = (section.first(), serde_json::from_slice::<serde_json::Value>(&section[1..])) else {
+        return out;
+    };
+    let text = |v: &serde_json::Value| {
+        let docs = v.as_str().or_else(|| v.get("docs").and_then(serde_json::Value::as_str))?;
+        Some(docs.trim()).filter(|d| !d.is_empty()).map(clip)
+    };
+    let maps = |v: &serde_json::Value, keys: &[&str]| -> Vec<(String, serde_json::Value)> {
+        keys.iter()
+            .filter_map(|k| v.get(*k).and_then(serde_json::Value::as_object))
+            .flat_map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())))
+            .collect()
+    };
+    let interface = |name: &str, meta: &serde_json::Value, out: &mut Docs| {
+        let about = meta.get("docs").and_then(|d| text(d));
+        for (function, f) in maps(meta, &["funcs"]) {
+            let export = FunctionExport { interface: Some(name.to_string()), function: function.clone() };
+            match (text(&f), &about) {
+                (Some(d), _) => out.insert(export, d),
+                (None, Some(about)) => out.insert(export, format!("`{function}` of: {about}")),
+                (None, None) => None,
+            };
+        }
+    };
+    for (_, world) in maps(&json, &["worlds"]) {
+        for (function, f) in maps(&world, &["func_exports", "funcs"]) {
+            if let Some(d) = text(&f) {
+                out.insert(FunctionExport { interface: None, function }, d);
+            }
+        }
+        for (name, meta) in maps(&world, &["interface_exports", "interfaces"]) {
+            interface(&name, &meta, &mut out);
+        }
+    }
+    for (name, meta) in maps(&json, &["interfaces"]) {
+        interface(&name, &meta, &mut out);
     }
     out
 }
@@ -274,6 +308,18 @@ fn world_docs(resolve: &wit_parser::Resolve, world: wit_parser::WorldId, out: &m
             WorldItem::Type { .. } => {}
         }
     }
+}
+
+/// A function's docs, found by its interface's full name or its own name (`package-docs`
+/// names interfaces within their package).
+fn lookup(docs: &Docs, export: &FunctionExport) -> Option<String> {
+    docs.get(export).cloned().or_else(|| {
+        let short = FunctionExport {
+            interface: export.interface_name().map(str::to_string),
+            function: export.function.clone(),
+        };
+        docs.get(&short).cloned()
+    })
 }
 
 fn clip(text: &str) -> String {

@@ -13,6 +13,7 @@
 
 pub(crate) mod command;
 pub(crate) mod functions;
+pub(crate) mod sections;
 pub(crate) mod wit_schema;
 pub(crate) mod wit_value;
 
