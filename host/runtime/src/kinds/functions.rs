@@ -226,7 +226,7 @@ pub(crate) fn docs(bytes: &[u8]) -> Docs {
             .collect()
     };
     let interface = |name: &str, meta: &serde_json::Value, out: &mut Docs| {
-        let about = meta.get("docs").and_then(|d| text(d));
+        let about = meta.get("docs").and_then(&text);
         for (function, f) in maps(meta, &["funcs"]) {
             let export = FunctionExport { interface: Some(name.to_string()), function: function.clone() };
             match (text(&f), &about) {
