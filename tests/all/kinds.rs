@@ -549,3 +549,39 @@ async fn descriptions_come_from_a_package_docs_section_as_wassette_builds_write_
     let rt = runtime(ws.path(), "", vec![ToolSource::bytes("broken-docs.wasm", bytes)]).await;
     assert!(rt.tool("echo").unwrap().info.description.contains("documents nothing"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_config_narrows_a_command_programs_input_schema() {
+    let ws = workspace();
+    let toml = "[tools.wit-command]\ndescription = \"Echoes.\"\ninput_schema = { properties = { args = { items = { enum = [\"echo\", \"hi\"] }, maxItems = 2 } }, required = [\"args\"] }\n";
+    let rt = runtime(ws.path(), toml, vec![command()]).await;
+    let tool = rt.tool("wit-command").unwrap();
+    assert_eq!(tool.info.description, "Echoes.");
+    assert_eq!(
+        tool.info.input_schema["properties"]["args"]["items"],
+        json!({"type": "string", "enum": ["echo", "hi"]})
+    );
+    assert!(ok(&run(&rt, "wit-command", json!({"args": ["echo", "hi"]})).await).contains("hi"));
+    let m = error(&run(&rt, "wit-command", json!({"args": ["exit", "0"]})).await, OutcomeKind::SchemaError);
+    assert!(m.contains("/args/0"), "{m}");
+    error(&run(&rt, "wit-command", json!({"stdin": "x"})).await, OutcomeKind::SchemaError);
+
+    for bad in [
+        "input_schema = { properties = { env = { type = \"string\" } } }",
+        "input_schema = { additionalProperties = true }",
+    ] {
+        let mut rt = runtime(ws.path(), "", vec![]).await;
+        let toml = format!("[tools.wit-command]\n{bad}\n");
+        let mut with = Runtime::builder()
+            .permission_mode(toolhost::policy::Mode::Bypass)
+            .engine(engine())
+            .workspace(ws.path())
+            .config(config(&toml))
+            .build()
+            .unwrap();
+        let err = with.load(command()).await.expect_err(bad);
+        let text = toolhost::error_text(&err);
+        assert!(text.contains("input_schema"), "{text}");
+        rt.load(command()).await.expect("without the bad key it loads");
+    }
+}

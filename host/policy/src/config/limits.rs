@@ -130,6 +130,7 @@ mod tests {
             "concurrency_safe",
             "read_only",
             "description",
+            "input_schema",
         ];
         let per_tool = Limits::KEYS.iter().filter(|k| k.per_tool).map(|k| k.name);
         assert_eq!(

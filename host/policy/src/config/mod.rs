@@ -278,6 +278,11 @@ limits_table!(tool_config {
         /// For a function component or a command program: the description the model reads,
         /// instead of the one from the component's documentation (or the generic one).
         pub description: Option<String>,
+        /// For a command program: JSON Schema merged into its input schema (objects key by
+        /// key, the rest replaced), to narrow what a model may pass, e.g.
+        /// `{ properties = { args = { items = { enum = ["--check", "src"] } } } }`. It may
+        /// only speak of `args` and `stdin`.
+        pub input_schema: Option<serde_json::Map<String, serde_json::Value>>,
     }
 });
 

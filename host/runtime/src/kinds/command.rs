@@ -61,6 +61,46 @@ pub(crate) fn input_schema() -> Value {
     })
 }
 
+/// The input schema `base` with the config's `extension` merged in (objects key by key, the
+/// rest replaced), and its validator.
+///
+/// # Errors
+///
+/// What is wrong when the extension speaks of another input than `args` and `stdin`, lets
+/// other keys in, or does not compile.
+pub(crate) fn extended(
+    base: &Value,
+    extension: &serde_json::Map<String, Value>,
+) -> Result<(Value, jsonschema::Validator), String> {
+    fn merge(into: &mut Value, from: &Value) {
+        match (into, from) {
+            (Value::Object(into), Value::Object(from)) => {
+                for (k, v) in from {
+                    match into.get_mut(k) {
+                        Some(existing) => merge(existing, v),
+                        None => {
+                            into.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+            }
+            (into, from) => *into = from.clone(),
+        }
+    }
+    let mut schema = base.clone();
+    merge(&mut schema, &Value::Object(extension.clone()));
+    if let Some(other) = schema["properties"].as_object().and_then(|p| p.keys().find(|k| *k != "args" && *k != "stdin"))
+    {
+        return Err(format!("input_schema speaks of {other:?}: a command program takes only `args` and `stdin`"));
+    }
+    if schema["additionalProperties"] != Value::Bool(false) || schema["type"] != "object" {
+        return Err("input_schema may not change `type` or `additionalProperties`".to_string());
+    }
+    let validator =
+        jsonschema::validator_for(&schema).map_err(|e| format!("input_schema is not a valid JSON Schema: {e}"))?;
+    Ok((schema, validator))
+}
+
 /// The description of a command program the config does not describe.
 pub(crate) fn description(name: &str) -> String {
     format!(

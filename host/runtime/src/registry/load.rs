@@ -192,7 +192,7 @@ impl Runtime {
 
     /// Check a prepared tool against the config and the tools already loaded, and register it.
     fn register(&mut self, source: &ToolSource, prepared: Prepared) -> Result<String> {
-        let Prepared { code, mut info, validator } = prepared;
+        let Prepared { code, mut info, mut validator } = prepared;
         if let Some(name) = &source.rename {
             info.name = name.clone();
         }
@@ -262,6 +262,7 @@ impl Runtime {
                     ("concurrency_safe", t.concurrency_safe.is_some()),
                     ("read_only", t.read_only.is_some()),
                     ("description", t.description.is_some()),
+                    ("input_schema", t.input_schema.is_some()),
                 ]
                 .into_iter()
                 .filter_map(|(key, set)| set.then_some(key))
@@ -277,6 +278,19 @@ impl Runtime {
                 info.read_only = t.read_only.unwrap_or(false);
                 if let Some(description) = &t.description {
                     info.description = description.clone();
+                }
+                match (&t.input_schema, &info.kind) {
+                    (Some(extension), ToolKind::Command) => {
+                        let (schema, checks) = crate::kinds::command::extended(&info.input_schema, extension)
+                            .map_err(|m| config_error(self.config.tool_error(&name, &m)))?;
+                        info.input_schema = schema;
+                        validator = checks;
+                    }
+                    (Some(_), _) => {
+                        let message = "input_schema is for command programs; a function's schema is its WIT types'";
+                        return Err(config_error(self.config.tool_error(&name, message)));
+                    }
+                    (None, _) => {}
                 }
             }
         }
