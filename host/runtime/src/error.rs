@@ -140,6 +140,14 @@ pub enum LoadError {
         /// What it does export.
         exports: Vec<String>,
     },
+    /// A function component with more functions than are offered as tools of one component.
+    #[error("the component exports {count} functions; at most {max} of one component are offered as tools")]
+    TooManyFunctions {
+        /// How many it exports.
+        count: usize,
+        /// The most offered.
+        max: usize,
+    },
     /// One function of a function component cannot be a tool (a resource, stream or future
     /// in its types, an async function); the component's other functions load.
     #[error("{why}")]

@@ -102,18 +102,31 @@ pub(crate) fn describe(engine: &Engine, component: &Component, bytes: &[u8]) -> 
             let valid = !name.is_empty()
                 && name.len() <= 64
                 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-            let refused = refusal(export, f).or_else(|| {
-                (!valid).then(|| {
-                    format!("function `{export}`: {name:?} cannot be a tool name (1-64 characters from [A-Za-z0-9_-])")
+            let mut input_schema = wit_schema::params_schema(f.params()).to_string();
+            let too_big = input_schema.len() > MAX_SCHEMA_BYTES;
+            let refused = refusal(export, f)
+                .or_else(|| {
+                    (!valid).then(|| {
+                        format!(
+                            "function `{export}`: {name:?} cannot be a tool name (1-64 characters from [A-Za-z0-9_-])"
+                        )
+                    })
                 })
-            });
-            FunctionRecord {
-                refused,
-                input_schema: wit_schema::params_schema(f.params()).to_string(),
-                export: export.clone(),
-                name,
-                description,
+                .or_else(|| {
+                    // Types may share parts, so a small component can describe a huge schema;
+                    // no model reads one of this size.
+                    too_big.then(|| {
+                        format!(
+                            "function `{export}`: its input schema would be {} bytes, more than {MAX_SCHEMA_BYTES}",
+                            input_schema.len()
+                        )
+                    })
+                });
+            if too_big {
+                // Not kept in the load record: the refusal says all there is to say.
+                input_schema = String::from("{}");
             }
+            FunctionRecord { refused, input_schema, export: export.clone(), name, description }
         })
         .collect()
 }
@@ -197,6 +210,12 @@ fn refusal(export: &FunctionExport, f: &ComponentFunc) -> Option<String> {
     }
     None
 }
+
+/// The largest input schema derived for a function (JSON text).
+const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+
+/// The most functions of one component offered as tools.
+pub(crate) const MAX_FUNCTIONS: usize = 512;
 
 /// The longest description kept from a component's documentation.
 const MAX_DESCRIPTION: usize = 4096;

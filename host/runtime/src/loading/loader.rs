@@ -520,6 +520,12 @@ pub(crate) async fn describe(
             match &compiled.pre {
                 Pre::Functions(_) => {
                     let functions = kinds::functions::describe(&engine.engine, &compiled.component, &source.bytes);
+                    if functions.len() > kinds::functions::MAX_FUNCTIONS {
+                        return Err(source.err(LoadError::TooManyFunctions {
+                            count: functions.len(),
+                            max: kinds::functions::MAX_FUNCTIONS,
+                        }));
+                    }
                     let described = kinds::functions::described(functions.clone(), &source.docs());
                     (Ok(described), LoadRecord::Functions { functions })
                 }

@@ -331,7 +331,18 @@ impl Runtime {
                 Some(dir.join(p.file_name()?))
             });
             for policy in named.into_iter().chain(toolhost_policy::policy_file_path(&real)) {
-                Arc::make_mut(&mut self.fs_policy).protect(policy, format!("the policy file of tool {name}"), false);
+                // Its WIT beside it too: its doc comments become the tool's description.
+                let wit = policy.with_file_name(format!(
+                    "{}.wit",
+                    policy
+                        .file_name()
+                        .and_then(|f| f.to_str())
+                        .and_then(|f| f.strip_suffix(".policy.yaml"))
+                        .unwrap_or("")
+                ));
+                let fs_policy = Arc::make_mut(&mut self.fs_policy);
+                fs_policy.protect(policy, format!("the policy file of tool {name}"), false);
+                fs_policy.protect(wit, format!("the WIT file of tool {name}"), false);
             }
             Arc::make_mut(&mut self.fs_policy).protect(real, format!("the file of tool {name}"), false);
         }
