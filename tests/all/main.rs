@@ -16,6 +16,7 @@ mod hook_files;
 mod hooks;
 mod http;
 mod kinds;
+mod kinds_props;
 mod limits;
 mod load;
 mod mcp;
