@@ -54,7 +54,8 @@ pub use hooks::{HookEvent, HookInput, HookResponse, Hooks};
 pub use kinds::{FunctionExport, ToolKind};
 pub use loading::cache::private_dir;
 pub use loading::engine::{EngineOptions, ToolEngine};
-pub use loading::loader::{Inspection, Origin, ToolInfo, ToolSource, inspect};
+pub use loading::loader::{Inspection, ToolInfo, inspect};
+pub use loading::source::{DeclarationCheck, Origin, ToolSource};
 pub use registry::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
 #[doc(hidden)]
 pub use sandbox::fsguard::use_procfs_paths;

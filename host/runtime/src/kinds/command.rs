@@ -2,7 +2,8 @@
 //! stderr) as the model reads it.
 
 use super::ToolKind;
-use crate::loading::loader::{Described, Origin, ToolInfo, ToolSource};
+use crate::loading::loader::{Described, ToolInfo};
+use crate::loading::source::{Origin, ToolSource};
 use serde_json::{Value, json};
 
 /// The one tool of a command program: named as the source is known, or after its file (the
