@@ -81,19 +81,12 @@ async fn one(file: &str, ws: &Path, toml: &str) -> Runtime {
 /// `files`, compiled through an on-disk cache kept beside them: only the first test run after
 /// a rebuild pays for Cranelift (seconds for the interpreters); later runs load in milliseconds.
 async fn runtime_with(ws: &Path, toml: &str, files: &[&str]) -> Runtime {
-    runtime_with_events(ws, toml, files, None).await
-}
-
-async fn runtime_with_events(ws: &Path, toml: &str, files: &[&str], events: Option<toolhost::EventSink>) -> Runtime {
-    let mut builder = Runtime::builder()
+    let builder = Runtime::builder()
         .permission_mode(toolhost::policy::Mode::Bypass)
         .engine(engine())
         .workspace(ws)
         .config(config(toml))
         .cache_dir(example_cache());
-    if let Some(sink) = events {
-        builder = builder.events(sink);
-    }
     let mut rt = builder.build().expect("runtime");
     for file in files {
         rt.load(example(file)).await.unwrap_or_else(|e| panic!("loading {file}: {e}"));
@@ -392,38 +385,46 @@ async fn the_three_languages_run_side_by_side_in_one_batch() {
     for file in ["dataquery.wasm", "outline.wasm", "wordcount.wasm"] {
         warm(file).await;
     }
-    // When each call started and finished.
-    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let sink: toolhost::EventSink = {
-        let log = log.clone();
-        std::sync::Arc::new(move |e| match e {
-            toolhost::Event::Start { id, .. } => log.lock().unwrap().push(format!("start {id}")),
-            toolhost::Event::Finish { id, .. } => log.lock().unwrap().push(format!("finish {id}")),
-            _ => {}
-        })
-    };
     let files = ["dataquery.wasm", "outline.wasm", "wordcount.wasm"];
-    let rt = std::sync::Arc::new(runtime_with_events(ws.path(), "", &files, Some(sink)).await);
+    let rt = std::sync::Arc::new(runtime_with(ws.path(), "", &files).await);
     let calls = [
         ToolUse::new("a", "DataQuery", json!({"path": "people.csv"})),
         ToolUse::new("b", "MarkdownOutline", json!({"path": "doc.md"})),
         ToolUse::new("c", "WordCount", json!({"path": "notes"})),
     ];
-    let results = rt.run_batch(&Session::new(), &calls, toolhost::CallOptions::new()).await;
+    // Side by side, without reading clocks: each language's `is-concurrency-safe` says yes,
+    // and the scheduler admits all three at once (each is admitted while the others still
+    // hold their places; run one by one, the second would wait for the first to finish, and
+    // the timeout below, which a passing run never reaches, would fail the test).
+    let session = Session::new();
+    let checked = futures::future::join_all(calls.iter().map(|c| rt.check(c.clone()))).await;
+    let scheduler = rt.scheduler().clone();
+    let tickets: Vec<_> = checked.iter().map(|_| scheduler.ticket()).collect();
+    let mut running = Vec::new();
+    for (ticket, call) in tickets.into_iter().zip(&checked) {
+        assert!(call.is_concurrency_safe(), "{} is not concurrency-safe", call.tool_use().name);
+        let admitted = tokio::time::timeout(std::time::Duration::from_secs(120), ticket.admit(true)).await;
+        running.push(admitted.expect("a safe call waits while the other safe calls hold their places"));
+    }
+    let results = futures::future::join_all(
+        checked
+            .into_iter()
+            .zip(running)
+            .map(|(call, admitted)| rt.call_admitted(&session, call, admitted, toolhost::CallOptions::new())),
+    )
+    .await;
     let ids: Vec<_> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
     assert_eq!(ids, ["a", "b", "c"]);
     for r in &results {
         ok(r);
     }
-    // Side by side: at some moment more than one call was running (which ones depends on how
-    // long each language takes to start; run one by one, this is never more than one).
-    let log = log.lock().unwrap().clone();
-    let (mut running, mut peak) = (0i32, 0i32);
-    for e in &log {
-        running += if e.starts_with("start") { 1 } else { -1 };
-        peak = peak.max(running);
+    // And through the batch API, in model order.
+    let results = rt.run_batch(&session, &calls, toolhost::CallOptions::new()).await;
+    let ids: Vec<_> = results.iter().map(|r| r.tool_use_id.as_str()).collect();
+    assert_eq!(ids, ["a", "b", "c"]);
+    for r in &results {
+        ok(r);
     }
-    assert!(peak >= 2, "the calls ran one at a time: {log:?}");
 }
 
 // --- `toolhost new`: every template builds and answers `toolhost call` -------------------------
