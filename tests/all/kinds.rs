@@ -491,6 +491,23 @@ fn the_command_line_adds_lists_inspects_and_calls_the_other_kinds() {
     let out = ok(&th(ws.path(), &["--allow", "Reverse", "call", "Reverse", r#"{"text":"abc"}"#]));
     assert!(out.contains("cba"), "{out}");
 
+    // A policy file beside the file becomes the entry's grant (the store keeps only the
+    // component).
+    std::fs::write(ws.path().join("note.txt"), "noted").unwrap();
+    std::fs::write(
+        tools.path().join("functions.policy.yaml"),
+        "version: \"1.0\"\npermissions:\n  storage:\n    allow:\n      - uri: \"fs://.\"\n        access: [read]\n",
+    )
+    .unwrap();
+    let out = ok(&th(ws.path(), &["add", &functions, "--function", "read-file", "--name", "Reader"]));
+    assert!(out.contains("becomes [tools.Reader] grant"), "{out}");
+    let config = std::fs::read_to_string(ws.path().join("toolhost.toml")).unwrap();
+    assert!(config.contains("grant = { fs_read = [\".\"] }"), "{config}");
+    let note = ws.path().join("note.txt").display().to_string();
+    let out = ok(&th(ws.path(), &["--allow", "Reader", "call", "Reader", &format!(r#"{{"path":{note:?}}}"#)]));
+    assert!(out.contains("noted"), "{out}");
+    std::fs::remove_file(tools.path().join("functions.policy.yaml")).unwrap();
+
     let dir = tools.path().display().to_string();
     let out = ok(&th(ws.path(), &["--tools", &dir, "list"]));
     assert!(out.contains("Reverse (function") && out.contains("wit-command (command"), "{out}");

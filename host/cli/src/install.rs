@@ -71,6 +71,7 @@ pub fn append_tool(
     source: &ToolRef,
     version: Option<&VersionReq>,
     function: Option<&str>,
+    grant: Option<&toolhost_policy::Grant>,
 ) -> String {
     let bare = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     let key = if bare { name.to_string() } else { toml::Value::String(name.to_string()).to_string() };
@@ -94,6 +95,18 @@ pub fn append_tool(
     if let Some(f) = function {
         out.push_str(&format!("function = {}\n", toml::Value::String(f.to_string())));
     }
+    if let Some(g) = grant {
+        let lists = [("fs_read", &g.fs_read), ("fs_write", &g.fs_write), ("net", &g.net), ("env", &g.env)];
+        let parts: Vec<String> = lists
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| {
+                let items: Vec<String> = v.iter().map(|s| toml::Value::String(s.clone()).to_string()).collect();
+                format!("{k} = [{}]", items.join(", "))
+            })
+            .collect();
+        out.push_str(&format!("grant = {{ {} }}\n", parts.join(", ")));
+    }
     out
 }
 
@@ -107,6 +120,17 @@ pub fn show(i: &Inspection, granted: &[String], signer: &Signer) {
     crate::output::outln!("  granted:     {}", list(granted));
     crate::output::outln!("  signer:      {signer}");
     crate::output::outln!("  sha256:      {}", i.sha256);
+}
+
+/// What the tool `name` described by `info` is granted under `config`, as the lock records it.
+pub fn locked_grant(config: &Config, name: &str, info: &toolhost::ToolInfo, workspace: &Path) -> Vec<String> {
+    if info.kind.describes_itself() {
+        effective(config, name, &info.capabilities, info.read_only, workspace)
+    } else {
+        // No ceiling: the grant alone, and without one nothing (never the default grant).
+        let granted = config.tools.get(name).and_then(|t| t.grant()).map(|g| g.capabilities(workspace));
+        capability_strings(&granted.unwrap_or_default(), workspace)
+    }
 }
 
 /// The tool of a component to install: a function component's function `spec` (its tool name
@@ -178,13 +202,7 @@ pub async fn candidate(
     inspection.info = choose_function(&inspection, function.or(configured))?;
     let name = name.unwrap_or(&inspection.info.name);
     let ceiling = capability_strings(&inspection.info.capabilities, workspace);
-    let grant = if inspection.info.kind.describes_itself() {
-        effective(config, name, &inspection.info.capabilities, inspection.info.read_only, workspace)
-    } else {
-        // No ceiling: the grant alone, and without one nothing (never the default grant).
-        let granted = config.tools.get(name).and_then(|t| t.grant()).map(|g| g.capabilities(workspace));
-        capability_strings(&granted.unwrap_or_default(), workspace)
-    };
+    let grant = locked_grant(config, name, &inspection.info, workspace);
     let signature = fetched.signature.as_ref().filter(|_| signer != Signer::Unsigned);
     let entry = LockedTool {
         source: source.to_string(),
@@ -209,14 +227,14 @@ mod tests {
     #[test]
     fn appending_keeps_the_file() {
         let src: ToolRef = "oci://r.io/a/b:1".parse().unwrap();
-        assert_eq!(append_tool("", "B", &src, None, None), "[tools.B]\nsource = \"oci://r.io/a/b:1\"\n");
+        assert_eq!(append_tool("", "B", &src, None, None, None), "[tools.B]\nsource = \"oci://r.io/a/b:1\"\n");
         let tagless: ToolRef = "oci://r.io/a/b".parse().unwrap();
         let req: VersionReq = "^1.2".parse().unwrap();
-        let out = append_tool("", "B", &tagless, Some(&req), None);
+        let out = append_tool("", "B", &tagless, Some(&req), None, None);
         assert_eq!(out, "[tools.B]\nsource = \"oci://r.io/a/b\"\nversion = \"^1.2\"\n");
         assert!(Config::parse(&out, Path::new("t.toml")).unwrap().tools["B"].version.is_some());
         let text = "# mine\n[limits]\nfuel = 5";
-        let out = append_tool(text, "my tool", &src, None, None);
+        let out = append_tool(text, "my tool", &src, None, None, None);
         assert!(out.starts_with(text));
         assert_eq!(&out[text.len()..], "\n\n[tools.\"my tool\"]\nsource = \"oci://r.io/a/b:1\"\n");
         assert!(Config::parse(&out, Path::new("t.toml")).unwrap().tools["my tool"].source.is_some());

@@ -105,6 +105,19 @@ impl AddCommand {
                 crate::output::outln!("  read-only: yes → no (rules for read-only tools no longer cover it)");
             }
         }
+        // A file's policy file (`NAME.policy.yaml` beside it) is installed as the entry's grant:
+        // the store keeps only the component, and a grant in the config is one the operator sees
+        // and `update` compares.
+        let policy = match &source {
+            ToolRef::File(file) if !config.tools.contains_key(&name) => {
+                let file = if file.is_relative() { install::base_dir(&config_file).join(file) } else { file.clone() };
+                match toolhost_policy::policy_file_path(&file) {
+                    Some(path) => toolhost_policy::read_policy_file(&path)?.map(|g| (path, g)),
+                    None => None,
+                }
+            }
+            _ => None,
+        };
         let (lock_path, mut lock) = setup::lock_for(global)?;
         let new_text = match config.tools.get(&name) {
             Some(t)
@@ -117,9 +130,15 @@ impl AddCommand {
                 "{} already has [tools.{name}]; choose another name with --name, or run `toolhost update {name}`",
                 config_file.display()
             ),
-            None => install::append_tool(&text, &name, &source, version, function),
+            None => install::append_tool(&text, &name, &source, version, function, policy.as_ref().map(|(_, g)| g)),
         };
-        Config::parse(&new_text, &config_file).context("the config would not parse after adding the tool")?;
+        let new_config =
+            Config::parse(&new_text, &config_file).context("the config would not parse after adding the tool")?;
+        let mut c = c;
+        if let Some((path, _)) = &policy {
+            crate::output::outln!("Its policy file {} becomes [tools.{name}] grant", path.display());
+            c.entry.grant = install::locked_grant(&new_config, &name, &c.inspection.info, &workspace);
+        }
 
         crate::output::outln!("Fetched {}", c.entry.resolved);
         install::show(&c.inspection, &c.entry.grant, &c.signer);
