@@ -151,13 +151,13 @@ impl Runtime {
         }
         let config_error =
             |message: String| source.err(LoadError::Config(Arc::new(self.config.tool_error(name, &message))));
-        let export_of = |d: &Described| match d {
-            Ok((ToolInfo { kind: ToolKind::Function { export }, name, .. }, _)) => (export.to_string(), name.clone()),
-            Ok((info, _)) => (info.name.clone(), info.name.clone()),
-            Err(LoadError::Unsupported { export, .. }) => (export.clone(), export.clone()),
-            Err(_) => (String::new(), String::new()),
+        // Each function by its default tool name (a refused one by its export).
+        let label = |d: &Described| match d {
+            Ok((info, _)) => info.name.clone(),
+            Err(LoadError::Unsupported { export, .. }) => export.clone(),
+            Err(_) => String::new(),
         };
-        let available = described.iter().map(|d| export_of(d).1).collect::<Vec<_>>().join(", ");
+        let available = described.iter().map(label).collect::<Vec<_>>().join(", ");
         let spec = self.config.tools.get(name).and_then(|t| t.function.as_ref()).map(|s| s.get_ref().clone());
         let chosen = match &spec {
             Some(spec) => described.into_iter().find(|d| match d {
