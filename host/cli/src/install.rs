@@ -116,7 +116,11 @@ pub fn show(i: &Inspection, granted: &[String], signer: &Signer) {
     let ceiling: Vec<String> = i.info.capabilities.iter().map(ToString::to_string).collect();
     crate::output::outln!("  name:        {}", i.info.name);
     crate::output::outln!("  description: {}", i.info.description.lines().next().unwrap_or(""));
-    crate::output::outln!("  ceiling:     {}", list(&ceiling));
+    if i.info.kind.describes_itself() {
+        crate::output::outln!("  ceiling:     {}", list(&ceiling));
+    } else {
+        crate::output::outln!("  kind:        {} (no ceiling: the grant alone decides)", i.info.kind);
+    }
     crate::output::outln!("  granted:     {}", list(granted));
     crate::output::outln!("  signer:      {signer}");
     crate::output::outln!("  sha256:      {}", i.sha256);
