@@ -99,9 +99,7 @@ pub(crate) fn describe(engine: &Engine, component: &Component, bytes: &[u8]) -> 
                 _ => bare,
             };
             let description = lookup(&docs, export);
-            let valid = !name.is_empty()
-                && name.len() <= 64
-                && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            let valid = crate::loading::loader::valid_tool_name(&name);
             let mut input_schema = wit_schema::params_schema(f.params()).to_string();
             let too_big = input_schema.len() > MAX_SCHEMA_BYTES;
             let refused = refusal(export, f)

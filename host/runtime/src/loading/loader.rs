@@ -343,11 +343,14 @@ async fn run_schema(
     }
 }
 
+/// Whether `name` can be a tool's name: 1-64 characters from `[A-Za-z0-9_-]`, what model APIs
+/// accept.
+pub(crate) fn valid_tool_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 fn check_schema(s: RawSchema) -> std::result::Result<(ToolInfo, jsonschema::Validator), SchemaError> {
-    let valid_name = !s.name.is_empty()
-        && s.name.len() <= 64
-        && s.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if !valid_name {
+    if !valid_tool_name(&s.name) {
         return Err(SchemaError::InvalidName { name: s.name });
     }
     let input_schema: serde_json::Value = serde_json::from_str(&s.input_schema)
