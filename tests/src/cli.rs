@@ -96,7 +96,9 @@ pub fn command(ws: &Path) -> Command {
         .env("TOOLHOST_STATE_DIR", state_dir())
         .env("DOCKER_CONFIG", no_docker_config())
         .env_remove("TOOLHOST_LOG")
-        .env_remove("TOOLHOST_MAX_CONCURRENCY");
+        .env_remove("TOOLHOST_MAX_CONCURRENCY")
+        // CI=true means --locked; a test that wants it says so, whatever runs the tests.
+        .env_remove("CI");
     c
 }
 
@@ -174,6 +176,7 @@ pub fn run_on_a_terminal(ws: &Path, setup: impl FnOnce(&mut Command), args: &[&s
         .env("TOOLHOST_CACHE_DIR", cache_dir())
         .env("TOOLHOST_STATE_DIR", state_dir())
         .env("DOCKER_CONFIG", no_docker_config())
+        .env_remove("CI")
         .env("TERM", "xterm");
     setup(&mut script);
     let mut child = script
