@@ -282,3 +282,39 @@ async fn wait_for(mut done: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// A policy file beside a function component is a grant the host obeys: one planted (or
+/// widened) between two starts waits for `toolhost trust` like a grant added to the config.
+#[test]
+fn a_planted_policy_file_is_refused_until_trusted() {
+    let fx = Fixture::new("[tools.reader]\npath = \"tools/functions.wasm\"\nfunction = \"read-file\"\n");
+    fs::create_dir(fx.path("tools")).unwrap();
+    fs::write(fx.path("tools/functions.wasm"), toolhost_tests::guests::WIT_FUNCTIONS).unwrap();
+    let read = format!(r#"{{"path":"{}"}}"#, fx.path("a.txt").display());
+    let call = ["--allow", "reader", "call", "reader", read.as_str()];
+    let o = fx.run(&call);
+    assert_exit(&o, 1);
+    assert!(!cli::stdout(&o).contains("hello"), "no grant, no file: {}", cli::stdout(&o));
+
+    let policy = format!(
+        "version: \"1.0\"\npermissions:\n  storage:\n    allow:\n      - uri: \"fs://{}\"\n        access: [read]\n",
+        fx.ws.path().display()
+    );
+    fs::write(fx.path("tools/functions.policy.yaml"), policy).unwrap();
+    let all = fails(
+        &fx.run(&call),
+        "changed since it was trusted: policy file tools/functions.policy.yaml is new, granting fs_read",
+    );
+    assert!(all.contains("toolhost trust"), "{all}");
+
+    ok(&fx.run(&["trust"]));
+    assert!(ok(&fx.run(&call)).contains("hello"), "trusted, the policy file's grant applies");
+    // Removing it is judged against the default grant, which a toolhost tool falls back to
+    // (the pins know files, not what kind of component sits beside them).
+    fs::remove_file(fx.path("tools/functions.policy.yaml")).unwrap();
+    fails(&fx.run(&call), "policy file tools/functions.policy.yaml removed (a tool beside it gets the default grant)");
+    ok(&fx.run(&["trust"]));
+    let o = fx.run(&call);
+    assert_exit(&o, 1);
+    assert!(!cli::stdout(&o).contains("hello"), "a function component without one gets nothing: {}", cli::stdout(&o));
+}

@@ -38,6 +38,8 @@ pub struct Subject {
     pub workspace: PathBuf,
     pub config: PathBuf,
     pub shown: String,
+    /// The components of the `--tools` directories: their policy files are pinned too.
+    tool_files: Vec<PathBuf>,
 }
 
 impl Subject {
@@ -49,12 +51,16 @@ impl Subject {
         let given = setup::config_path(args).unwrap_or_else(|| PathBuf::from("toolhost.toml"));
         let absolute = std::path::absolute(&given).with_context(|| format!("cannot resolve {}", given.display()))?;
         let config = absolute.canonicalize().unwrap_or(absolute);
-        Ok(Subject { workspace, config, shown: given.display().to_string() })
+        // A directory that cannot be read fails the start later, with its own message.
+        let tool_files = args.tools.iter().filter_map(|d| setup::wasm_files(d).ok()).flatten().collect();
+        Ok(Subject { workspace, config, shown: given.display().to_string(), tool_files })
     }
 
     /// The pins of the state now, for `config` (as loaded from this subject's file).
     pub fn current(&self, config: &Config) -> Pins {
-        Pins::current(config, Some(&self.config), &self.workspace)
+        let mut pins = Pins::current(config, Some(&self.config), &self.workspace);
+        pins.summary.pin_policy_files(self.tool_files.iter().map(PathBuf::as_path));
+        pins
     }
 
     /// The pin file's path, for a watcher (it may not exist).

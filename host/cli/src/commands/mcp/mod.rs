@@ -91,7 +91,7 @@ async fn serve_stdio(shared: Arc<Shared>) -> Result<()> {
 }
 
 /// What reloading depends on: the config file, every `*.wasm` in the tools directories and
-/// named by the config, the files its hooks run and this workspace's pin file, each with its
+/// named by the config with the policy file beside it, the files its hooks run and this workspace's pin file, each with its
 /// modification time and size (`None`: missing).
 type Fingerprint = Vec<(PathBuf, Option<(SystemTime, u64)>)>;
 
@@ -123,6 +123,9 @@ fn fingerprint(args: &GlobalArgs) -> Fingerprint {
             files.extend(summary.hooks.into_iter().flat_map(|h| h.files));
         }
     }
+    // The policy file beside each component: a grant from one is pinned like the config's.
+    let policies: Vec<PathBuf> = files.iter().filter_map(|f| toolhost_policy::policy_file_path(f)).collect();
+    files.extend(policies);
     files.into_iter().map(|p| (stamp(&p), p)).map(|(s, p)| (p, s)).collect()
 }
 

@@ -85,6 +85,11 @@ pub struct Summary {
     pub protected: BTreeSet<String>,
     /// The grant of every tool the config gives one.
     pub grants: BTreeMap<String, GrantPin>,
+    /// The grant of every policy file beside a component the next start loads from a file
+    /// without a configured grant (`NAME.policy.yaml`, DESIGN §1): it is obeyed on the host as
+    /// a grant in the config is, so a file that appears or grows there widens. Absent: none.
+    #[serde(default)]
+    pub policy_files: BTreeMap<PathBuf, GrantPin>,
 }
 
 /// One command hook.
@@ -121,6 +126,11 @@ impl GrantPin {
     /// The grant of a tool the config gives none (the CLI's default grant).
     fn default_grant() -> GrantPin {
         GrantPin::from_grant(&Grant::workspace_read_write(), false)
+    }
+
+    /// The grant of a component with no grant at all (a policy file that is not there).
+    fn nothing() -> GrantPin {
+        GrantPin::from_grant(&Grant::none(), false)
     }
 
     fn from_grant(g: &Grant, allow_private_network: bool) -> GrantPin {
@@ -287,7 +297,7 @@ impl Summary {
         let perms = &config.permissions;
         let rules = perms.rules();
         let text = |v: &[toolhost_policy::Rule]| v.iter().map(ToString::to_string).collect();
-        Summary {
+        let mut summary = Summary {
             hooks: pins,
             mode: mode_name(perms.mode()).into(),
             allow: text(&rules.allow),
@@ -305,6 +315,29 @@ impl Summary {
                     })
                 })
                 .collect(),
+            policy_files: BTreeMap::new(),
+        };
+        summary.pin_policy_files(
+            config
+                .tools
+                .values()
+                .filter(|t| t.grant.is_none())
+                .filter_map(|t| t.path.as_ref())
+                .map(|p| p.get_ref().as_path()),
+        );
+        summary
+    }
+
+    /// Pin the policy file beside each of `components` (`.wasm` files loaded without a
+    /// configured grant), if there is one that reads: a malformed one is a load error, so it
+    /// grants nothing.
+    pub fn pin_policy_files<'a>(&mut self, components: impl IntoIterator<Item = &'a Path>) {
+        for component in components {
+            let Some(path) = toolhost_policy::policy_file_path(component) else { continue };
+            if let Ok(Some(grant)) = toolhost_policy::read_policy_file(&path) {
+                let path = std::path::absolute(&path).unwrap_or(path);
+                self.policy_files.insert(path, GrantPin::from_grant(&grant, false));
+            }
         }
     }
 }
@@ -425,6 +458,30 @@ pub fn changes(old: &Pins, new: &Pins) -> Vec<Change> {
             push(false, format!("grant of {name} narrowed"));
         } else {
             push(true, format!("grant of {name} widened: {}", wider.join(", ")));
+        }
+    }
+    // A policy file judged the careful way round: one that appears is compared with no grant
+    // (a function component without one gets nothing), one that goes with the default grant
+    // (a toolhost tool without one gets it).
+    let files: BTreeSet<&PathBuf> = o.policy_files.keys().chain(n.policy_files.keys()).collect();
+    for path in files {
+        let shown = show_path(path, ws);
+        let change = match (o.policy_files.get(path), n.policy_files.get(path)) {
+            (Some(before), Some(after)) if before == after => continue,
+            (Some(before), Some(after)) => Some(("widened:", grant_widening(before, after, ws))),
+            (None, Some(after)) => Some(("is new, granting", grant_widening(&GrantPin::nothing(), after, ws))),
+            (Some(before), None) => Some((
+                "removed (a tool beside it gets the default grant):",
+                grant_widening(before, &GrantPin::default_grant(), ws),
+            )),
+            (None, None) => None,
+        };
+        let Some((how, wider)) = change else { continue };
+        if wider.is_empty() {
+            let what = if n.policy_files.contains_key(path) { "narrowed" } else { "removed" };
+            push(false, format!("policy file {shown} {what}"));
+        } else {
+            push(true, format!("policy file {shown} {how} {}", wider.join(", ")));
         }
     }
     out.sort_by_key(|c| !c.widens);
@@ -572,6 +629,54 @@ mod tests {
             widening(text, other, &ws),
             ["hook changed: pre_tool_use [sh hooks/guard.sh] (matcher \"Write\" → \"*\")"]
         );
+    }
+
+    #[test]
+    fn a_policy_file_beside_a_component_is_pinned_as_a_grant() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        std::fs::create_dir(ws.join("tools")).unwrap();
+        std::fs::create_dir(ws.join("data")).unwrap();
+        let policy = ws.join("tools/fetch.policy.yaml");
+        let storage = |uri: &str, access: &str| {
+            format!(
+                "version: \"1.0\"\npermissions:\n  storage:\n    allow:\n      - uri: \"fs://{uri}\"\n        access: [{access}]\n"
+            )
+        };
+        let text = "[tools.fetch]\npath = \"tools/fetch.wasm\"\n";
+        let data = ws.join("data").display().to_string();
+        let none = pins(text, &ws);
+        assert!(none.summary.policy_files.is_empty());
+
+        std::fs::write(&policy, storage(&data, "read")).unwrap();
+        let read = pins(text, &ws);
+        let found = changes(&none, &read);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].widens
+                && found[0].what.starts_with("policy file tools/fetch.policy.yaml is new, granting fs_read")
+        );
+
+        std::fs::write(&policy, storage(&data, "read, write")).unwrap();
+        let write = pins(text, &ws);
+        let found = changes(&read, &write);
+        assert!(found.len() == 1 && found[0].widens, "{found:?}");
+        assert!(found[0].what.contains("widened: fs_write"), "{found:?}");
+        let found = changes(&write, &read);
+        assert!(found.len() == 1 && !found[0].widens, "write → read narrows: {found:?}");
+
+        // Gone: a toolhost tool beside it would get the default grant, the whole workspace.
+        std::fs::remove_file(&policy).unwrap();
+        let found = changes(&read, &pins(text, &ws));
+        assert!(found.len() == 1 && found[0].widens && found[0].what.contains("removed"), "{found:?}");
+
+        // A configured grant takes the policy file's place: the file is not obeyed, not pinned.
+        std::fs::write(&policy, storage("/", "read, write")).unwrap();
+        let granted = "[tools.fetch]\npath = \"tools/fetch.wasm\"\ngrant = { fs_read = [\"data\"] }\n";
+        assert!(pins(granted, &ws).summary.policy_files.is_empty());
+        // A malformed one grants nothing (the tool fails to load).
+        std::fs::write(&policy, "permissions: {storage: {allow: [{uri: 1}]}}\nextra: 1\n").unwrap();
+        assert_eq!(changes(&none, &pins(text, &ws)), []);
     }
 
     #[test]
