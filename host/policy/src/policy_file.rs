@@ -150,6 +150,7 @@ pub fn read_policy_file(path: &Path) -> Result<Option<Grant>, PolicyFileError> {
 /// can express it:
 ///
 /// ```yaml
+/// $schema: https://…/policy-v1.0.schema.json   # optional, not used
 /// version: "1.0"                 # required in a file with any content; "1." and a number
 /// description: "Weather tool"    # optional, not used
 /// permissions:                   # optional; without it (or in an empty file) nothing is granted
@@ -327,15 +328,19 @@ impl Reader<'_> {
     }
 
     fn document(&self, root: &Spanned<Node>) -> Result<Grant, PolicyFileError> {
-        let table = self.table(root, "", &["version", "description", "permissions"])?;
+        // `$schema` names the format's JSON Schema: Wassette's own files and documentation
+        // start with it, though the schema itself does not list it.
+        let table = self.table(root, "", &["$schema", "version", "description", "permissions"])?;
         let version = self.required(&table, "version")?;
         let given = self.string(version, "version")?;
         let minor = given.strip_prefix("1.").unwrap_or_default();
         if minor.is_empty() || !minor.bytes().all(|b| b.is_ascii_digit()) {
             return Err(self.error(version, PolicyFileProblem::Version { given: given.to_string() }));
         }
-        if let Some(description) = table.present("description") {
-            self.string(description, "description")?;
+        for key in ["$schema", "description"] {
+            if let Some(node) = table.present(key) {
+                self.string(node, key)?;
+            }
         }
         let mut grant = Grant::none();
         if let Some(permissions) = table.present("permissions") {

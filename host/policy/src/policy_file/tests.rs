@@ -83,6 +83,7 @@ permissions:
 #[test]
 fn the_documented_sample() {
     let text = r#"
+$schema: https://…/policy-v1.0.schema.json   # optional, not used
 version: "1.0"                 # required in a file with any content; "1." and a number
 description: "Weather tool"    # optional, not used
 permissions:                   # optional; without it (or in an empty file) nothing is granted
@@ -212,13 +213,44 @@ fn hosts_are_checked_as_toml_grants_check_them() {
     }
 }
 
+/// Wassette's own files as they are written (`examples/filesystem-rs/policy.yaml`): a
+/// `$schema` line, a description, comments, quoted access words.
+#[test]
+fn a_file_as_wassette_writes_it() {
+    let text = r#"$schema: https://raw.githubusercontent.com/microsoft/policy-mcp/main/schema/policy-v1.0.schema.json
+# file system access policy
+version: "1.0"
+description: "Permission policy for filesystem access"
+permissions:
+  storage:
+    allow:
+      - uri: "fs:///srv/project"
+        access: ["read"]
+    # the home directory too
+      - uri: "fs:///home/user"
+        access: ["read", "write"]
+"#;
+    let want = Grant { fs_read: strings(&["/srv/project"]), fs_write: strings(&["/home/user"]), ..Grant::none() };
+    assert_eq!(parse(text).unwrap(), want);
+    let e = parse("$schema: 1\nversion: \"1.0\"\n").unwrap_err();
+    assert_eq!(e.line, 1, "{e}");
+    assert!(e.to_string().contains("$schema"), "{e}");
+}
+
 #[test]
 fn unknown_keys_are_errors_at_every_level() {
     let v = "version: \"1.0\"\n";
     /// (text, line, column, the mapping's key path, the unknown key, the keys it may have)
     type Case = (String, usize, usize, &'static str, &'static str, &'static [&'static str]);
     let cases: &[Case] = &[
-        (format!("{v}permission: {{}}\n"), 2, 1, "", "permission", &["version", "description", "permissions"]),
+        (
+            format!("{v}permission: {{}}\n"),
+            2,
+            1,
+            "",
+            "permission",
+            &["$schema", "version", "description", "permissions"],
+        ),
         (
             format!("{v}permissions:\n  filesystem: {{}}\n"),
             3,
@@ -279,7 +311,7 @@ fn unknown_keys_are_errors_at_every_level() {
             &["key"],
         ),
         // A key that is not a string is unknown too, named as written.
-        (format!("{v}3: x\n"), 2, 1, "", "3", &["version", "description", "permissions"]),
+        (format!("{v}3: x\n"), 2, 1, "", "3", &["$schema", "version", "description", "permissions"]),
     ];
     for (text, line, column, at, key, expected) in cases {
         let what = P::UnknownKey { field: field(at), key: key.to_string(), expected };
@@ -603,12 +635,12 @@ fn errors_read_as_file_line_column_message() {
     let e = parse("versio: \"1.0\"\n").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "/opt/tools/t.policy.yaml:1:1: unknown key \"versio\" (expected version, description or permissions)"
+        "/opt/tools/t.policy.yaml:1:1: unknown key \"versio\" (expected $schema, version, description or permissions)"
     );
     // A hostile key cannot draw on the terminal: it is shown escaped.
     let e = parse("\"\\e[2J\": x\n").unwrap_err();
     assert!(
-        e.to_string().ends_with(r#"unknown key "\u{1b}[2J" (expected version, description or permissions)"#),
+        e.to_string().ends_with(r#"unknown key "\u{1b}[2J" (expected $schema, version, description or permissions)"#),
         "{e}"
     );
 }

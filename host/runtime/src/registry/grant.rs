@@ -107,8 +107,10 @@ pub(crate) fn resolve_grant(i: &GrantInputs<'_>) -> Result<ToolGrant, LoadError>
     effective.dirs.retain(|d| {
         let ok = d.path.is_dir();
         if !ok {
-            tracing::warn!("tool {name}: granted directory {} does not exist; not granted", d.path.display());
-            missing.push(format!("the granted directory {} does not exist: not granted", d.path.display()));
+            // A file is not widened to its directory: a grant opens directories only.
+            let why = if d.path.exists() { "is not a directory" } else { "does not exist" };
+            tracing::warn!("tool {name}: granted directory {} {why}; not granted", d.path.display());
+            missing.push(format!("the granted directory {} {why}: not granted", d.path.display()));
         }
         ok
     });
