@@ -26,6 +26,7 @@ const GUESTS: &[&str] = &[
     "wit-functions",
     "wit-command",
     "wit-resource",
+    "wit-config",
 ];
 
 fn main() {

@@ -611,3 +611,42 @@ async fn the_config_narrows_a_command_programs_input_schema() {
         rt.load(command()).await.expect("without the bad key it loads");
     }
 }
+
+/// A component written for Wassette reads its settings through `wasi:config/store` (Wassette's
+/// draft version): it loads here, and gets exactly the environment variables its grant names,
+/// as `wasi:cli/environment` would show them; without a grant, none.
+#[tokio::test(flavor = "multi_thread")]
+async fn wasi_config_answers_the_granted_variables_only() {
+    let ws = workspace();
+    let tools = workspace();
+    let path = file(tools.path(), "config", guests::WIT_CONFIG);
+    std::fs::write(
+        tools.path().join("config.policy.yaml"),
+        "version: \"1.0\"\npermissions:\n  environment:\n    allow:\n      - key: \"WEATHER_API_KEY\"\n",
+    )
+    .unwrap();
+    let build = || {
+        Runtime::builder().permission_mode(toolhost::policy::Mode::Bypass).engine(engine()).workspace(ws.path()).env([
+            ("WEATHER_API_KEY".to_string(), "k-123".to_string()),
+            ("OTHER_SECRET".to_string(), "hidden".to_string()),
+        ])
+    };
+    let mut rt = build().build().unwrap();
+    for r in rt.load_tools(ToolSource::file(&path).unwrap()).await {
+        r.unwrap();
+    }
+    assert_eq!(rt.tool("get-setting").unwrap().grant_from, GrantFrom::PolicyFile);
+    assert_eq!(ok(&run(&rt, "get-setting", json!({"key": "WEATHER_API_KEY"})).await), "k-123");
+    let r = run(&rt, "get-setting", json!({"key": "OTHER_SECRET"})).await;
+    assert!(r.is_error && r.text().contains("OTHER_SECRET is not set") && !r.text().contains("hidden"), "{r:?}");
+    assert_eq!(ok(&run(&rt, "setting-keys", json!({})).await), "WEATHER_API_KEY");
+
+    // The same bytes without a policy file or grant: nothing.
+    let mut bare = build().build().unwrap();
+    for r in bare.load_tools(ToolSource::bytes("config.wasm", guests::WIT_CONFIG)).await {
+        r.unwrap();
+    }
+    let r = run(&bare, "get-setting", json!({"key": "WEATHER_API_KEY"})).await;
+    assert!(r.is_error && r.text().contains("is not set"), "{r:?}");
+    assert_eq!(ok(&run(&bare, "setting-keys", json!({})).await), "(setting-keys completed with no output)");
+}

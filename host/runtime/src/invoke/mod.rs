@@ -18,7 +18,7 @@ use crate::invoke::bindings::{Plugin, ToolExports, ToolOutput, ToolSchema, WitTo
 use crate::kinds::command::CommandInput;
 use crate::loading::engine::ToolEngine;
 use crate::loading::loader::Pre;
-use crate::sandbox::capabilities::wasi_ctx;
+use crate::sandbox::capabilities::{granted_env, wasi_ctx};
 use crate::sandbox::capture::CapturePipe;
 use crate::sandbox::fsguard::{FsGuard, FsRules, Preopen};
 use crate::sandbox::net::{NetAccess, NetLimits};
@@ -266,7 +266,8 @@ fn new_instance(cx: &mut InvokeCtx<'_>, command: Option<&CommandInput>) -> Resul
         }
         None => FsGuard::default(),
     };
-    let state = HostState::new(wasi, net, cx.tls.clone(), cx.call_env.clone(), max_memory, (stdout, stderr), fs);
+    let state = HostState::new(wasi, net, cx.tls.clone(), cx.call_env.clone(), max_memory, (stdout, stderr), fs)
+        .with_config(granted_env(cx.grant, cx.env_vars));
     let mut store = Store::new(&cx.engine.engine, state);
     store.limiter(|s| &mut s.limiter);
     Ok(Instance { store, instance: None })

@@ -92,6 +92,8 @@ fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     crate::sandbox::fsguard::add_to_linker(&mut linker, HostState::guarded_fs)?;
     // Name lookups are checked against the call's net grant before any resolution.
     crate::sandbox::net::add_to_linker(&mut linker, HostState::lookup)?;
+    // wasi:config/store, which components written for Wassette import: the granted variables.
+    crate::sandbox::config_store::add_to_linker(&mut linker)?;
     crate::invoke::bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
     Ok(linker)
 }

@@ -59,15 +59,24 @@ pub(crate) fn wasi_ctx(
         {
             b.initial_cwd(ws);
         }
-        for name in &grant.env {
-            if name == "*" {
-                for (k, v) in env {
-                    b.env(k, v);
-                }
-            } else if let Some(v) = env.get(name) {
-                b.env(name, v);
-            }
+        for (k, v) in granted_env(Some(grant), env) {
+            b.env(k, v);
         }
     }
     Ok(b.build())
+}
+
+/// The environment variables `grant` gives a call, out of the host's `env`: each name it
+/// lists that is set, or all of them for `*`. `None` (the capability-free context) gives none.
+pub(crate) fn granted_env(grant: Option<&EffectiveGrant>, env: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    let Some(grant) = grant else { return Vec::new() };
+    let mut out = Vec::new();
+    for name in &grant.env {
+        if name == "*" {
+            out.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        } else if let Some(v) = env.get(name) {
+            out.push((name.clone(), v.clone()));
+        }
+    }
+    out
 }

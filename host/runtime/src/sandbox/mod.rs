@@ -4,6 +4,7 @@
 
 pub(crate) mod capabilities;
 pub(crate) mod capture;
+pub(crate) mod config_store;
 pub(crate) mod fsguard;
 pub(crate) mod http;
 pub(crate) mod net;

@@ -118,6 +118,9 @@ pub(crate) struct HostState {
     pub fs: FsGuard,
     /// Sends the call's `wasi:http` requests, checked against `net` (see http.rs).
     http_hooks: HttpHooks,
+    /// The granted environment variables, as `wasi:config/store` answers them (see
+    /// config_store.rs); the same pairs `wasi:cli/environment` shows.
+    config: Vec<(String, String)>,
 }
 
 impl HostState {
@@ -144,7 +147,24 @@ impl HostState {
             lookups: HashMap::new(),
             http: WasiHttpCtx::new(),
             fs,
+            config: Vec::new(),
         }
+    }
+
+    /// Answer `wasi:config/store` with these pairs (the call's granted variables).
+    pub(crate) fn with_config(mut self, config: Vec<(String, String)>) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The value `wasi:config/store.get` answers for `key`.
+    pub(crate) fn config_value(&self, key: &str) -> Option<String> {
+        self.config.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+    }
+
+    /// Every pair `wasi:config/store.get-all` answers.
+    pub(crate) fn config_values(&self) -> &[(String, String)] {
+        &self.config
     }
 
     /// Make the state ready for one export call: its environment in, and nothing left from an
