@@ -358,3 +358,55 @@ fn an_unsigned_update_never_replaces_a_signed_tool_silently() {
     assert_ne!(locked_component(ws), first);
     assert!(!lock(ws).contains("signer = "), "{}", lock(ws));
 }
+
+/// Components written for other hosts travel through the registry like toolhost's own: a
+/// function component is installed one function at a time (`--function`), a command program
+/// whole; both show their kind and that the grant alone decides, lock their component, and an
+/// update to a version without the installed function is refused, changing nothing.
+#[test]
+fn function_components_and_command_programs_publish_install_and_update() {
+    let Some(registry) = Registry::start() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let functions = write(ws, "functions.wasm", guests::WIT_FUNCTIONS);
+    let command = write(ws, "wc.wasm", guests::WIT_COMMAND);
+    let other = write(ws, "config.wasm", guests::WIT_CONFIG);
+
+    let fns = format!("{}:1", registry.reference("tools/functions"));
+    ok(&th(ws, &["publish", &functions, &fns]));
+    fails(&th(ws, &["add", &fns]), "install one with --function NAME");
+    fails(&th(ws, &["add", &fns, "--function", "no-such"]), "the component has no function \"no-such\"");
+    let out = ok(&th(ws, &["add", &fns, "--function", "other#echo", "--name", "Reverse"]));
+    assert!(
+        out.contains("kind:        function test:functions/other@0.1.0#echo (no ceiling: the grant alone decides)"),
+        "{out}"
+    );
+    assert!(out.contains("granted:     nothing"), "{out}");
+    let config = std::fs::read_to_string(ws.join("toolhost.toml")).unwrap();
+    assert!(config.contains(&format!("[tools.Reverse]\nsource = \"{fns}\"\nfunction = \"other#echo\"\n")), "{config}");
+    assert!(lock(ws).contains("wit = \"test:functions/other@0.1.0#echo\""), "{}", lock(ws));
+    let out = ok(&th(ws, &["--no-default-tools", "--allow", "Reverse", "call", "Reverse", r#"{"text":"abc"}"#]));
+    assert_eq!(out.trim(), "cba");
+    let first = locked(ws, "component");
+
+    let wc = format!("{}:1", registry.reference("tools/wc"));
+    ok(&th(ws, &["publish", &command, &wc]));
+    let out = ok(&th(ws, &["add", &wc, "--name", "Count"]));
+    assert!(out.contains("kind:        command"), "{out}");
+    let out = ok(&th(ws, &["--no-default-tools", "--allow", "Count", "call", "Count", r#"{"args":["echo","hi"]}"#]));
+    assert!(out.contains("hi"), "{out}");
+
+    // The tag moves to a component without the installed function: refused, nothing changes.
+    ok(&th(ws, &["publish", &other, &fns]));
+    let all = fails(&th(ws, &["update", "Reverse"]), "the component has no function \"other#echo\"");
+    assert!(all.contains("get-setting"), "names the functions it has: {all}");
+    let lock_now = lock(ws);
+    assert!(lock_now.contains(&first), "{lock_now}");
+    let out = ok(&th(ws, &["--no-default-tools", "--allow", "Reverse", "call", "Reverse", r#"{"text":"still"}"#]));
+    assert_eq!(out.trim(), "llits");
+
+    // Back to a component that has it: the update applies.
+    ok(&th(ws, &["publish", &functions, &fns]));
+    let out = ok(&th(ws, &["update", "Reverse"]));
+    assert!(out.contains("Reverse: up to date") || out.contains("Reverse: updated"), "{out}");
+}

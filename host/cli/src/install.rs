@@ -36,13 +36,19 @@ pub fn access(config: &Config) -> Result<Access> {
     Ok(access)
 }
 
-/// The WIT package a component exports (`toolhost:tool@0.1.0`), from its export names.
-pub fn wit_package(exports: &[String]) -> Option<String> {
-    exports.iter().find_map(|e| {
-        let (interface, version) = e.split_once('@')?;
-        let package = interface.strip_prefix("toolhost:tool/")?;
-        (!package.is_empty()).then(|| format!("toolhost:tool@{version}"))
-    })
+/// What the installed tool answers through, for the lock: the WIT package of a toolhost tool
+/// (`toolhost:tool@0.1.0`), the export of a function (`test:fns/other@0.1.0#echo`, or `echo`
+/// at the top level), the `wasi:cli/run` a command program exports.
+pub fn wit_package(exports: &[String], kind: &toolhost::ToolKind) -> Option<String> {
+    match kind {
+        toolhost::ToolKind::Function { export } => Some(export.to_string()),
+        toolhost::ToolKind::Command => exports.iter().find(|e| e.starts_with("wasi:cli/run@")).cloned(),
+        _ => exports.iter().find_map(|e| {
+            let (interface, version) = e.split_once('@')?;
+            let package = interface.strip_prefix("toolhost:tool/")?;
+            (!package.is_empty()).then(|| format!("toolhost:tool@{version}"))
+        }),
+    }
 }
 
 /// Describe fetched bytes: compile (through the cache) and run `schema` with no capabilities.
@@ -214,7 +220,7 @@ pub async fn candidate(
         resolved: fetched.resolved.clone(),
         component: fetched.component_digest.clone(),
         declared_name: inspection.info.name.clone(),
-        wit: wit_package(&inspection.exports),
+        wit: wit_package(&inspection.exports, &inspection.info.kind),
         ceiling,
         read_only: Some(inspection.info.read_only),
         grant,
@@ -246,7 +252,10 @@ mod tests {
 
     #[test]
     fn wit_packages_from_exports() {
-        assert_eq!(wit_package(&["toolhost:tool/tool@0.1.0".into()]), Some("toolhost:tool@0.1.0".into()));
-        assert_eq!(wit_package(&["wasi:cli/run@0.2.0".into()]), None);
+        let toolhost = toolhost::ToolKind::Toolhost;
+        assert_eq!(wit_package(&["toolhost:tool/tool@0.1.0".into()], &toolhost), Some("toolhost:tool@0.1.0".into()));
+        assert_eq!(wit_package(&["wasi:cli/run@0.2.0".into()], &toolhost), None);
+        let command = toolhost::ToolKind::Command;
+        assert_eq!(wit_package(&["wasi:cli/run@0.2.6".into()], &command), Some("wasi:cli/run@0.2.6".into()));
     }
 }

@@ -147,6 +147,12 @@ impl UpdateCommand {
             {
                 crate::output::outln!("  declared name: {} -> {}", o.declared_name, c.entry.declared_name);
             }
+            if let Some(o) = &old
+                && o.wit != c.entry.wit
+            {
+                let shown = |w: &Option<String>| w.clone().unwrap_or_else(|| "unknown".to_string());
+                crate::output::outln!("  answers through: {} -> {}", shown(&o.wit), shown(&c.entry.wit));
+            }
             match &signer_change {
                 Some(was) => {
                     crate::output::outln!("  signer: {was} -> {}  (not the locked signer: needs your yes)", c.signer)
