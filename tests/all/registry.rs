@@ -410,3 +410,53 @@ fn function_components_and_command_programs_publish_install_and_update() {
     let out = ok(&th(ws, &["update", "Reverse"]));
     assert!(out.contains("Reverse: up to date") || out.contains("Reverse: updated"), "{out}");
 }
+
+/// A policy file beside a published component travels as a layer of the artifact (as Wassette
+/// publishes one); `add` installs it as the entry's grant, shown; `update` never changes the
+/// config's grant for it, and says when the published one differs. A malformed policy file is
+/// not published at all.
+#[test]
+fn a_published_policy_file_becomes_the_installed_grant() {
+    let Some(registry) = Registry::start() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let config = write(ws, "config.wasm", guests::WIT_CONFIG);
+    let policy = |key: &str| {
+        format!(
+            "$schema: https://example.invalid/policy.json\nversion: \"1.0\"\npermissions:\n  environment:\n    allow:\n      - key: \"{key}\"\n"
+        )
+    };
+    std::fs::write(ws.join("config.policy.yaml"), "version: \"1.0\"\npermissions:\n  storage: {alow: []}\n").unwrap();
+    let tag = format!("{}:1", registry.reference("tools/config"));
+    fails(&th(ws, &["publish", &config, &tag]), "unknown key \"alow\"");
+    std::fs::write(ws.join("config.policy.yaml"), policy("WEATHER_API_KEY")).unwrap();
+    let out = ok(&th(ws, &["publish", &config, &tag]));
+    assert!(out.contains("with its policy file"), "{out}");
+    // Installed in another workspace, where no policy file sits beside anything.
+    let other = tempfile::tempdir().unwrap();
+    let other = other.path();
+    let out = ok(&th(other, &["add", &tag, "--function", "get-setting", "--name", "Setting"]));
+    assert!(out.contains("The policy file published with it becomes [tools.Setting] grant"), "{out}");
+    assert!(out.contains("granted:     env(WEATHER_API_KEY)"), "{out}");
+    let written = std::fs::read_to_string(other.join("toolhost.toml")).unwrap();
+    assert!(written.contains("env = [\"WEATHER_API_KEY\"]"), "{written}");
+    let call = |key: &str| {
+        let mut c = cli::command(other);
+        c.env_remove("CI").env("WEATHER_API_KEY", "k-1").env("OTHER", "o-1");
+        c.args(["--no-default-tools", "--allow", "Setting", "call", "Setting", &format!(r#"{{"key":"{key}"}}"#)]);
+        c.output().unwrap()
+    };
+    assert_eq!(ok(&call("WEATHER_API_KEY")).trim(), "k-1");
+    assert!(!cli::stdout(&call("OTHER")).contains("o-1"));
+
+    // A new version asks for more: the config's grant stays, and update says so.
+    std::fs::write(ws.join("config.policy.yaml"), policy("OTHER")).unwrap();
+    ok(&th(ws, &["publish", &config, &tag]));
+    let out = ok(&th(other, &["update", "Setting"]));
+    assert!(
+        out.contains("its published policy file asks for [env(OTHER)]: [tools.Setting] grant stays as written"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(other.join("toolhost.toml")).unwrap(), written);
+    assert!(!cli::stdout(&call("OTHER")).contains("o-1"));
+}

@@ -176,6 +176,19 @@ pub struct Candidate {
     pub entry: LockedTool,
     /// The bytes.
     pub bytes: Vec<u8>,
+    /// The policy file published with it (an OCI artifact's policy layer), unparsed.
+    pub policy: Option<Vec<u8>>,
+}
+
+impl Candidate {
+    /// The grant its published policy file gives, if it came with one (errors name it as
+    /// `the policy layer of oci://…`).
+    pub fn published_grant(&self) -> Result<Option<toolhost_policy::Grant>> {
+        let Some(bytes) = &self.policy else { return Ok(None) };
+        let label = format!("the policy layer of {}", self.entry.resolved);
+        let text = std::str::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{label}: not UTF-8 text"))?;
+        Ok(Some(toolhost_policy::parse_policy_file(text, Path::new(&label))?))
+    }
 }
 
 /// `r` at the tag `version` chooses (the newest matching), or as written without one.
@@ -227,7 +240,7 @@ pub async fn candidate(
         signer: signature.map(|s| s.key.clone()),
         signature: signature.map(|s| s.signature.clone()),
     };
-    Ok(Candidate { inspection, signer, entry, bytes: fetched.bytes })
+    Ok(Candidate { inspection, signer, entry, bytes: fetched.bytes, policy: fetched.policy })
 }
 
 #[cfg(test)]

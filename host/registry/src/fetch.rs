@@ -38,6 +38,9 @@ pub struct Fetched {
     pub component_digest: String,
     /// The signature found with them, if any (not yet verified).
     pub signature: Option<Signature>,
+    /// The policy file published with an OCI artifact, not yet parsed (a file's policy file
+    /// is read beside it by whoever installs it).
+    pub policy: Option<Vec<u8>>,
 }
 
 /// Fetch `source`; a relative file path is relative to `base` (the config file's directory).
@@ -55,6 +58,7 @@ pub async fn fetch(source: &ToolRef, base: &Path, access: &Access) -> Result<Fet
                 component_digest: pulled.component_digest,
                 bytes: pulled.bytes,
                 signature: pulled.signature,
+                policy: pulled.policy,
             })
         }
         ToolRef::File(p) => {
@@ -72,7 +76,13 @@ pub async fn fetch(source: &ToolRef, base: &Path, access: &Access) -> Result<Fet
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                 Err(e) => return Err(Error::io(&sig_path, "cannot read", e)),
             };
-            Ok(Fetched { resolved: path.display().to_string(), component_digest: digest_of(&bytes), bytes, signature })
+            Ok(Fetched {
+                resolved: path.display().to_string(),
+                component_digest: digest_of(&bytes),
+                bytes,
+                signature,
+                policy: None,
+            })
         }
         ToolRef::Https(url) => {
             let client = access.https_client()?;
@@ -85,7 +95,7 @@ pub async fn fetch(source: &ToolRef, base: &Path, access: &Access) -> Result<Fet
                 Some(b) => Some(Signature::from_json(&b)?),
                 None => None,
             };
-            Ok(Fetched { resolved: url.clone(), component_digest: digest_of(&bytes), bytes, signature })
+            Ok(Fetched { resolved: url.clone(), component_digest: digest_of(&bytes), bytes, signature, policy: None })
         }
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! Components as OCI artifacts in the CNCF Wasm OCI artifact layout (what `wkg` and `oras`
 //! push): an image manifest whose config has media type [`WASM_CONFIG_MEDIA_TYPE`] and whose
-//! one layer, media type [`WASM_LAYER_MEDIA_TYPE`], is the component. Fetching checks every
+//! one layer, media type [`WASM_LAYER_MEDIA_TYPE`], is the component; a second layer of media
+//! type [`POLICY_LAYER_MEDIA_TYPE`], when there is one, is its policy file (as Wassette
+//! publishes them). Fetching checks every
 //! digest itself: the manifest's against the one asked for (when pinned) and the one the
 //! registry reports, the layer's against the manifest, before the bytes leave this module.
 //!
@@ -38,6 +40,14 @@ use toolhost_policy::OciRef;
 pub const WASM_CONFIG_MEDIA_TYPE: &str = "application/vnd.wasm.config.v0+json";
 /// The layer media type of a Wasm component.
 pub const WASM_LAYER_MEDIA_TYPE: &str = "application/wasm";
+/// Other media types a component layer has (Wassette reads them too).
+const OTHER_WASM_LAYER_MEDIA_TYPES: [&str; 2] =
+    ["application/vnd.wasm.component.v1", "application/vnd.bytecodealliance.wasm.component.layer.v0+wasm"];
+/// The layer media type of a component's policy file (Wassette's format), pushed beside it.
+pub const POLICY_LAYER_MEDIA_TYPE: &str = "application/vnd.wasm.policy.v1+yaml";
+/// Every media type a policy layer is read under: the standard one and those Wassette reads.
+const POLICY_LAYER_MEDIA_TYPES: [&str; 4] =
+    [POLICY_LAYER_MEDIA_TYPE, "application/vnd.wassette.policy+yaml", "application/x-yaml", "text/yaml"];
 /// The OCI empty descriptor's media type and content (the config of a signature artifact).
 const EMPTY_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
 const EMPTY_CONTENT: &[u8] = b"{}";
@@ -60,6 +70,10 @@ pub struct Pulled {
     pub component_digest: String,
     /// The signature stored beside the manifest, if any (not yet verified).
     pub signature: Option<Signature>,
+    /// The policy file published in the same manifest (a layer of media type
+    /// [`POLICY_LAYER_MEDIA_TYPE`]), not yet parsed. The manifest's digest covers it, so a
+    /// signature covers it too.
+    pub policy: Option<Vec<u8>>,
 }
 
 /// What the config blob of a published component says (the CNCF layout's fields).
@@ -71,6 +85,8 @@ pub struct ComponentMeta {
     pub imports: Vec<String>,
     /// Manifest annotations (`org.opencontainers.image.*`).
     pub annotations: BTreeMap<String, String>,
+    /// A policy file to publish beside the component, as a layer of its own.
+    pub policy: Option<Vec<u8>>,
 }
 
 /// `r` as the OCI client library parses references (Docker Hub's host and `library/` resolved).
@@ -173,7 +189,7 @@ async fn pull_manifest(wire: &Wire, r: &OciRef) -> Result<(OciImageManifest, Str
 
 /// A blob of `r` named by `descriptor`, at most `limit` bytes, its digest checked. The body is
 /// read up to the size the manifest declares: a registry that streams more is cut off there.
-async fn pull_blob(wire: &Wire, r: &OciRef, descriptor: &OciDescriptor, limit: i64) -> Result<Vec<u8>> {
+async fn pull_blob(wire: &Wire, r: &OciRef, descriptor: &OciDescriptor, limit: i64, what: &str) -> Result<Vec<u8>> {
     if descriptor.size < 0 || descriptor.size > limit || !crate::is_digest(&descriptor.digest) {
         return Err(Error::Layout {
             reference: r.to_string(),
@@ -199,7 +215,7 @@ async fn pull_blob(wire: &Wire, r: &OciRef, descriptor: &OciDescriptor, limit: i
     let actual = digest_of(&bytes);
     if actual != descriptor.digest || bytes.len() as i64 != descriptor.size {
         return Err(Error::DigestMismatch {
-            what: format!("the component layer of {r} (tampered with in the registry or on the way)"),
+            what: format!("the {what} of {r} (tampered with in the registry or on the way)"),
             expected: descriptor.digest.clone(),
             actual,
         });
@@ -222,16 +238,32 @@ pub async fn pull(r: &OciRef, access: &Access) -> Result<Pulled> {
             message: format!("its config has media type {}, not {WASM_CONFIG_MEDIA_TYPE}", manifest.config.media_type),
         });
     }
-    let wasm: Vec<&OciDescriptor> = manifest.layers.iter().filter(|l| l.media_type == WASM_LAYER_MEDIA_TYPE).collect();
+    let of = |types: &[&str]| -> Vec<&OciDescriptor> {
+        manifest.layers.iter().filter(|l| types.contains(&l.media_type.as_str())).collect()
+    };
+    let wasm_types: Vec<&str> = [WASM_LAYER_MEDIA_TYPE].into_iter().chain(OTHER_WASM_LAYER_MEDIA_TYPES).collect();
+    let wasm = of(&wasm_types);
     let [layer] = wasm.as_slice() else {
         return Err(Error::Layout {
             reference: r.to_string(),
             message: format!("{} layers of media type {WASM_LAYER_MEDIA_TYPE} (expected one)", wasm.len()),
         });
     };
-    let bytes = pull_blob(&wire, r, layer, MAX_COMPONENT_BYTES).await?;
+    let policy = match of(&POLICY_LAYER_MEDIA_TYPES).as_slice() {
+        [] => None,
+        [policy] => {
+            Some(pull_blob(&wire, r, policy, toolhost_policy::MAX_POLICY_FILE_BYTES as i64, "policy layer").await?)
+        }
+        more => {
+            return Err(Error::Layout {
+                reference: r.to_string(),
+                message: format!("{} policy layers (expected at most one)", more.len()),
+            });
+        }
+    };
+    let bytes = pull_blob(&wire, r, layer, MAX_COMPONENT_BYTES, "component layer").await?;
     let signature = pull_signature(&wire, r, &manifest_digest).await?;
-    Ok(Pulled { manifest_digest, component_digest: layer.digest.clone(), bytes, signature })
+    Ok(Pulled { manifest_digest, component_digest: layer.digest.clone(), bytes, signature, policy })
 }
 
 /// The tag a signature of the manifest with this digest is kept under.
@@ -249,7 +281,7 @@ async fn pull_signature(wire: &Wire, r: &OciRef, manifest_digest: &str) -> Resul
     let Some(layer) = manifest.layers.iter().find(|l| l.media_type == SIGNATURE_MEDIA_TYPE) else {
         return Ok(None);
     };
-    let bytes = pull_blob(wire, &at, layer, MAX_SMALL_BYTES).await?;
+    let bytes = pull_blob(wire, &at, layer, MAX_SMALL_BYTES, "signature").await?;
     Signature::from_json(&bytes).map(Some)
 }
 
@@ -285,17 +317,19 @@ pub async fn push(
         "component": { "exports": meta.exports, "imports": meta.imports },
     });
     let config = serde_json::to_vec(&config).unwrap_or_default();
+    let policy = meta.policy.as_deref().map(|p| (p, descriptor(POLICY_LAYER_MEDIA_TYPE, p)));
     let manifest = OciImageManifest {
         schema_version: 2,
         media_type: Some(OCI_IMAGE_MEDIA_TYPE.to_string()),
         config: descriptor(WASM_CONFIG_MEDIA_TYPE, &config),
-        layers: vec![layer],
+        layers: [layer.clone()].into_iter().chain(policy.as_ref().map(|(_, d)| d.clone())).collect(),
         subject: None,
         artifact_type: None,
         annotations: (!meta.annotations.is_empty()).then(|| meta.annotations.clone()),
     };
-    let digest =
-        push_artifact(&wire, r, &manifest, &[(&config, &manifest.config), (bytes, &manifest.layers[0])]).await?;
+    let mut blobs = vec![(config.as_slice(), &manifest.config), (bytes, &layer)];
+    blobs.extend(policy.as_ref().map(|(p, d)| (*p, d)));
+    let digest = push_artifact(&wire, r, &manifest, &blobs).await?;
     if let Some(signature) = signature {
         let json = signature.to_json();
         let at = OciRef { tag: Some(signature_tag(&digest)), digest: None, ..r.clone() };

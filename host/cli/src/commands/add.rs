@@ -105,18 +105,20 @@ impl AddCommand {
                 crate::output::outln!("  read-only: yes → no (rules for read-only tools no longer cover it)");
             }
         }
-        // A file's policy file (`NAME.policy.yaml` beside it) is installed as the entry's grant:
-        // the store keeps only the component, and a grant in the config is one the operator sees
-        // and `update` compares.
+        // A file's policy file (`NAME.policy.yaml` beside it), or the policy layer published with
+        // an OCI artifact, is installed as the entry's grant: the store keeps only the
+        // component, and a grant in the config is one the operator sees and `update` compares.
         let policy = match &source {
-            ToolRef::File(file) if !config.tools.contains_key(&name) => {
+            _ if config.tools.contains_key(&name) => None,
+            ToolRef::File(file) => {
                 let file = if file.is_relative() { install::base_dir(&config_file).join(file) } else { file.clone() };
                 match toolhost_policy::policy_file_path(&file) {
-                    Some(path) => toolhost_policy::read_policy_file(&path)?.map(|g| (path, g)),
+                    Some(path) => toolhost_policy::read_policy_file(&path)?
+                        .map(|g| (format!("Its policy file {}", path.display()), g)),
                     None => None,
                 }
             }
-            _ => None,
+            _ => c.published_grant()?.map(|g| ("The policy file published with it".to_string(), g)),
         };
         let (lock_path, mut lock) = setup::lock_for(global)?;
         let new_text = match config.tools.get(&name) {
@@ -135,8 +137,8 @@ impl AddCommand {
         let new_config =
             Config::parse(&new_text, &config_file).context("the config would not parse after adding the tool")?;
         let mut c = c;
-        if let Some((path, _)) = &policy {
-            crate::output::outln!("Its policy file {} becomes [tools.{name}] grant", path.display());
+        if let Some((what, _)) = &policy {
+            crate::output::outln!("{what} becomes [tools.{name}] grant");
             c.entry.grant = install::locked_grant(&new_config, &name, &c.inspection.info, &workspace);
         }
 

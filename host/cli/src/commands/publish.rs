@@ -1,5 +1,6 @@
 //! `toolhost publish FILE oci://REGISTRY/REPOSITORY:TAG [--sign KEY]`: push a tool component
-//! in the CNCF Wasm OCI artifact layout, with an ed25519 signature beside it. Without a
+//! in the CNCF Wasm OCI artifact layout (with the policy file beside it, if any, as a layer of
+//! its own), with an ed25519 signature beside it. Without a
 //! destination, `--sign` writes `FILE.sig` beside the file instead.
 
 use crate::install;
@@ -51,10 +52,18 @@ impl PublishCommand {
         if let Some(tag) = &r.tag {
             meta.annotations.insert("org.opencontainers.image.version".into(), tag.clone());
         }
+        // Its policy file (`NAME.policy.yaml` beside it) travels with it, as Wassette publishes
+        // one: checked first, so that no one installs a policy that does not parse.
+        let policy_file = toolhost_policy::policy_file_path(&self.file).filter(|p| p.exists());
+        if let Some(path) = &policy_file {
+            toolhost_policy::read_policy_file(path)?;
+            meta.policy = Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?);
+        }
         let access = install::access(&crate::setup::load_config(global)?)?;
         let manifest = oci::push(&r, &access, &bytes, &meta, signature.as_ref()).await?;
         let signed = signature.map(|s| format!(", signed by {}", s.key)).unwrap_or_default();
-        crate::output::outln!("Published {} to {}{signed}", i.info.name, r.with_digest(&manifest));
+        let with = policy_file.map(|p| format!(" with its policy file {}", p.display())).unwrap_or_default();
+        crate::output::outln!("Published {}{with} to {}{signed}", i.info.name, r.with_digest(&manifest));
         Ok(0)
     }
 }

@@ -115,6 +115,20 @@ impl UpdateCommand {
                 toolhost_registry::installed::signer(&config, &source, o)
                     .map_or_else(|e| format!("refused: {e}"), |s| s.to_string())
             });
+            // A policy file published with the new version never changes the config by itself:
+            // the operator's grant stays, and a difference is pointed out.
+            let policy_note = match c.published_grant()? {
+                Some(published) if config.tools.get(&name).and_then(|t| t.grant()) != Some(&published) => {
+                    let asks: Vec<String> =
+                        published.capabilities(&workspace).iter().map(ToString::to_string).collect();
+                    Some(format!(
+                        "  its published policy file asks for [{}]: [tools.{name}] grant stays as written (edit it \
+                         to follow)",
+                        asks.join(", ")
+                    ))
+                }
+                _ => None,
+            };
             if let Some(old) = &old
                 && old.component == c.entry.component
                 && old.grant == c.entry.grant
@@ -127,6 +141,9 @@ impl UpdateCommand {
                     lock.write(&lock_path)?;
                 }
                 crate::output::outln!("{name}: up to date ({})", c.entry.resolved);
+                if let Some(note) = &policy_note {
+                    crate::output::outln!("{note}");
+                }
                 continue;
             }
             let old_ceiling =
@@ -161,6 +178,9 @@ impl UpdateCommand {
             }
             for line in diff.render().lines() {
                 crate::output::outln!("{line}");
+            }
+            if let Some(note) = &policy_note {
+                crate::output::outln!("{note}");
             }
             if signer_change.is_some()
                 && !self.accept_signer
