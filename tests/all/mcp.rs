@@ -1049,3 +1049,166 @@ async fn function_components_and_command_programs_are_offered_beside_the_default
     })
     .await;
 }
+
+impl Http {
+    /// GET `path` with exactly these extra headers: the status and the whole response.
+    fn get(&self, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
+        let mut request = format!("GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.addr);
+        for (k, v) in headers {
+            request.push_str(&format!("{k}: {v}\r\n"));
+        }
+        request.push_str("\r\n");
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).unwrap();
+        parse_response(&response)
+    }
+
+    /// `/readyz`'s status, once it is `want` (the server reloads on its own clock).
+    fn readiness_becomes(&self, want: u16) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (status, response) = self.get("/readyz", &[]);
+            if status == want {
+                return response;
+            }
+            assert!(Instant::now() < deadline, "/readyz stayed {status}: {response}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// `/healthz` and `/readyz` answer a load balancer without the token; `/metrics` (behind the
+/// token) counts calls by tool and outcome, their latency, sessions and loaded tools in
+/// Prometheus text format; a reload that fails makes the server not ready (its tools still
+/// answer) until the config loads again.
+#[test]
+fn health_readiness_and_metrics_for_load_balancers_and_scrapers() {
+    let fx = Fixture::new();
+    let http = Http::spawn(&fx);
+    let (status, response) = http.get("/healthz", &[]);
+    assert_eq!(status, 200, "{response}");
+    assert!(response.ends_with("\r\n\r\nok\n"), "{response}");
+    let (status, response) = http.get("/readyz", &[]);
+    assert_eq!(status, 200, "{response}");
+    assert!(response.contains("\"ready\":true"), "{response}");
+
+    let (status, _) = http.get("/metrics", &[]);
+    assert_eq!(status, 401, "the token guards /metrics");
+    let bearer = format!("Bearer {}", http.token.clone().unwrap());
+    let session = http.open_session();
+    for id in 1..=2 {
+        let response = http.call(&session, id, "Sleep", json!({"ms": 1}));
+        assert_eq!(response["result"]["isError"], false, "{response}");
+    }
+    let response = http.call(&session, 3, "Panic", json!({}));
+    assert_eq!(response["result"]["isError"], true, "{response}");
+    // An unknown tool is a protocol error in MCP, before any call: nothing to count.
+    let response = http.call(&session, 4, "NoSuchTool", json!({}));
+    assert_eq!(response["error"]["code"], -32602, "{response}");
+    let (status, metrics) = http.get("/metrics", &[("Authorization", &bearer)]);
+    assert_eq!(status, 200, "{metrics}");
+    assert!(metrics.to_ascii_lowercase().contains("content-type: text/plain; version=0.0.4"), "{metrics}");
+    for line in [
+        "toolhost_calls_total{tool=\"Sleep\",outcome=\"success\"} 2",
+        "toolhost_calls_total{tool=\"Panic\",outcome=\"panic\"} 1",
+        "toolhost_call_duration_seconds_count{tool=\"Sleep\"} 2",
+        "toolhost_sessions 1",
+        "toolhost_queued_calls 0",
+        "toolhost_reload_failures_total 0",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} missing from\n{metrics}");
+    }
+    assert!(metrics.lines().any(|l| l.starts_with("toolhost_decisions_total{decision=\"allow\"} ")), "{metrics}");
+    assert!(!metrics.contains("NoSuchTool"), "{metrics}");
+    let tools = metrics.lines().find_map(|l| l.strip_prefix("toolhost_tools_loaded ")).unwrap();
+    assert!(tools.parse::<u32>().unwrap() >= 3, "{metrics}");
+
+    // A broken config: not ready (the loaded tools still answer), then ready again once fixed.
+    std::fs::write(fx.ws.path().join("toolhost.toml"), "[limits\n").unwrap();
+    let response = http.readiness_becomes(503);
+    assert!(response.contains("\"ready\":false") && response.contains("the last reload failed"), "{response}");
+    assert_eq!(http.call(&session, 5, "Sleep", json!({"ms": 1}))["result"]["isError"], false);
+    std::fs::remove_file(fx.ws.path().join("toolhost.toml")).unwrap();
+    http.readiness_becomes(200);
+    let (_, metrics) = http.get("/metrics", &[("Authorization", &bearer)]);
+    assert!(metrics.lines().any(|l| l == "toolhost_reload_failures_total 1"), "{metrics}");
+}
+
+/// `--metrics-no-auth` lets a scraper without the token read `/metrics`, and nothing else.
+#[test]
+fn metrics_no_auth_opens_metrics_only() {
+    let fx = Fixture::new();
+    let http = Http::spawn_with(fx.command(&["--http", "127.0.0.1:0", "--metrics-no-auth"]));
+    let (status, metrics) = http.get("/metrics", &[]);
+    assert_eq!(status, 200, "{metrics}");
+    assert!(metrics.contains("toolhost_tools_loaded "), "{metrics}");
+    let (status, _) = http.post_as_is("/mcp", &[], &init_request());
+    assert_eq!(status, 401);
+}
+
+/// A rolling restart: SIGTERM makes `/readyz` answer 503 (draining) while the server keeps
+/// serving for the grace period; then it stops accepting connections, answers the call still
+/// running, and exits 0. No call is lost.
+#[test]
+fn sigterm_drains_answers_the_running_call_and_exits_cleanly() {
+    let fx = Fixture::new();
+    let mut command = fx.command(&["--http", "127.0.0.1:0", "--drain-grace-ms", "2000"]);
+    command.env("TOOLHOST_LOG", "toolhost=debug");
+    let mut http = Http::spawn_with(command);
+    let session = http.open_session();
+    let addr = http.addr.clone();
+    let call = {
+        let (addr, token, session) = (addr.clone(), http.token.clone(), session.clone());
+        std::thread::spawn(move || {
+            let http = Http::client_of(addr, token);
+            http.call(&session, 7, "Sleep", json!({"ms": 5000}))
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !http.log.call_events("Sleep").iter().any(|(e, _)| e == "start") {
+        assert!(Instant::now() < deadline, "the call never started: {:#?}", http.log.lines());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = http.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    http.log.wait_for("toolhost mcp: SIGTERM: draining");
+    let (status, response) = http.get("/readyz", &[]);
+    assert_eq!(status, 503, "{response}");
+    assert!(response.contains("draining"), "{response}");
+    // After the grace period no new connection is accepted, while the call is still running.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::net::TcpStream::connect(&addr).is_ok() {
+        assert!(Instant::now() < deadline, "still accepting: {:#?}", http.log.lines());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let response = call.join().unwrap();
+    assert_eq!(response["result"]["isError"], false, "{response}");
+    let status = http.child.wait().unwrap();
+    assert!(status.success(), "{status:?}: {:#?}", http.log.lines());
+    http.log.wait_for("toolhost mcp: drained; exiting");
+}
+
+impl Http {
+    /// Another handle on a running server (for a thread), which owns no process.
+    fn client_of(addr: String, token: Option<String>) -> HttpClient {
+        HttpClient(Http {
+            child: Command::new("true").spawn().unwrap(),
+            addr,
+            token_file: None,
+            token,
+            log: Log::default(),
+        })
+    }
+}
+
+/// An [`Http`] used only to send requests.
+struct HttpClient(Http);
+
+impl std::ops::Deref for HttpClient {
+    type Target = Http;
+    fn deref(&self) -> &Http {
+        &self.0
+    }
+}

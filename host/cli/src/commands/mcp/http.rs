@@ -25,6 +25,8 @@ use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 use tower_service::Service as _;
 
 /// The path the endpoint is served at.
@@ -39,7 +41,16 @@ pub struct Options {
     pub token_file: Option<PathBuf>,
     pub allow_origins: Vec<String>,
     pub no_auth: bool,
+    /// Serve `/metrics` without the token.
+    pub metrics_no_auth: bool,
+    /// After SIGTERM, how long to keep serving while `/readyz` says draining.
+    pub drain_grace: Duration,
 }
+
+/// After SIGTERM and the grace period, the longest wait for running calls to end before
+/// exiting anyway (each call is bounded by its own timeout; this bounds a client that never
+/// reads its answer).
+const MAX_DRAIN: Duration = Duration::from_secs(600);
 
 type Response = hyper::Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>;
 
@@ -123,12 +134,69 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
     }
     eprintln!("toolhost mcp: listening on http://{host}:{port}{PATH}");
 
+    let connections = Connections {
+        service,
+        token,
+        shared: shared.clone(),
+        metrics_no_auth: options.metrics_no_auth,
+        in_flight: Arc::default(),
+    };
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot watch for SIGTERM")?;
     loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(s) => s,
+        tokio::select! {
+            accepted = listener.accept() => connections.accept(accepted),
+            _ = terminate.recv() => break,
+        }
+    }
+    // A rolling restart: stop getting traffic, keep serving what still comes during the grace
+    // period (a load balancer needs a health check or two to notice), then stop accepting and
+    // exit once every answer being sent has been sent.
+    shared.start_draining();
+    eprintln!(
+        "toolhost mcp: SIGTERM: draining (/readyz answers 503); serving {} ms more, then finishing the calls \
+         in flight",
+        options.drain_grace.as_millis()
+    );
+    let grace = tokio::time::sleep(options.drain_grace);
+    tokio::pin!(grace);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => connections.accept(accepted),
+            () = &mut grace => break,
+        }
+    }
+    drop(listener);
+    let deadline = tokio::time::Instant::now() + MAX_DRAIN;
+    while connections.in_flight.load(Ordering::Acquire) > 0 {
+        if tokio::time::Instant::now() >= deadline {
+            eprintln!("toolhost mcp: calls still running after {} s; exiting anyway", MAX_DRAIN.as_secs());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!("toolhost mcp: drained; exiting");
+    Ok(())
+}
+
+/// What every connection's handler needs.
+#[derive(Clone)]
+struct Connections {
+    service: StreamableHttpService<McpServer, LocalSessionManager>,
+    token: Option<Arc<Token>>,
+    shared: Arc<Shared>,
+    metrics_no_auth: bool,
+    /// POST answers not yet sent whole (a `tools/call`'s answer streams until its result).
+    in_flight: Arc<AtomicUsize>,
+}
+
+impl Connections {
+    fn accept(&self, accepted: std::io::Result<(tokio::net::TcpStream, SocketAddr)>) {
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
             Err(e) => {
                 tracing::warn!("accept: {e}");
-                continue;
+                return;
             }
         };
         // An answer leaves in two writes (the event stream's first event, then the message):
@@ -137,31 +205,11 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!("TCP_NODELAY: {e}");
         }
-        let service = service.clone();
-        let token = token.clone();
+        let this = self.clone();
         tokio::spawn(async move {
-            let handler = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                let mut service = service.clone();
-                let token = token.clone();
-                async move {
-                    if let Some(token) = &token {
-                        let authorization = request.headers().get(hyper::header::AUTHORIZATION);
-                        if !token.accepts(authorization.map(|v| v.as_bytes())) {
-                            return Ok::<_, Infallible>(unauthorized());
-                        }
-                    }
-                    if request.uri().path() != PATH {
-                        let body = Full::new(Bytes::from(format!("Not Found: the MCP endpoint is {PATH}\n"))).boxed();
-                        let mut response = hyper::Response::new(body);
-                        *response.status_mut() = hyper::StatusCode::NOT_FOUND;
-                        return Ok(response);
-                    }
-                    let request = match read_body(request).await {
-                        Ok(r) => r,
-                        Err(response) => return Ok(response),
-                    };
-                    service.call(request).await
-                }
+            let handler = hyper::service::service_fn(move |request| {
+                let this = this.clone();
+                async move { Ok::<_, Infallible>(this.handle(request).await) }
             });
             if let Err(e) =
                 hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler).await
@@ -169,6 +217,87 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
                 tracing::debug!("HTTP connection: {e}");
             }
         });
+    }
+
+    async fn handle(&self, request: hyper::Request<hyper::body::Incoming>) -> Response {
+        // Health for load balancers and orchestrators: no token, nothing secret.
+        match request.uri().path() {
+            "/healthz" => return text(hyper::StatusCode::OK, "text/plain", "ok\n".into()),
+            "/readyz" => return readiness(&self.shared),
+            _ => {}
+        }
+        let metrics = request.uri().path() == "/metrics";
+        if let Some(token) = self.token.as_ref().filter(|_| !(metrics && self.metrics_no_auth)) {
+            let authorization = request.headers().get(hyper::header::AUTHORIZATION);
+            if !token.accepts(authorization.map(|v| v.as_bytes())) {
+                return unauthorized();
+            }
+        }
+        if metrics {
+            return text(hyper::StatusCode::OK, super::metrics::CONTENT_TYPE, self.shared.metrics.render());
+        }
+        if request.uri().path() != PATH {
+            let body = Full::new(Bytes::from(format!("Not Found: the MCP endpoint is {PATH}\n"))).boxed();
+            let mut response = hyper::Response::new(body);
+            *response.status_mut() = hyper::StatusCode::NOT_FOUND;
+            return response;
+        }
+        // A POST's answer counts as in flight until its body has been sent (or dropped); the
+        // standalone GET stream of server notifications lasts as long as the session and is
+        // not waited for.
+        let guard = (request.method() == hyper::Method::POST).then(|| InFlight::enter(&self.in_flight));
+        let request = match read_body(request).await {
+            Ok(r) => r,
+            Err(response) => return response,
+        };
+        let mut service = self.service.clone();
+        let Ok(response) = service.call(request).await;
+        match guard {
+            Some(guard) => response.map(|inner| Tracked { inner, _guard: guard }.boxed()),
+            None => response,
+        }
+    }
+}
+
+/// One answer in flight, counted until dropped.
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn enter(count: &Arc<AtomicUsize>) -> InFlight {
+        count.fetch_add(1, Ordering::AcqRel);
+        InFlight(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A response body that holds its [`InFlight`] until it is finished or dropped.
+struct Tracked {
+    inner: http_body_util::combinators::BoxBody<Bytes, Infallible>,
+    _guard: InFlight,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -203,6 +332,27 @@ async fn read_body(request: hyper::Request<hyper::body::Incoming>) -> Result<hyp
             ))
         }
     }
+}
+
+/// A plain answer.
+fn text(status: hyper::StatusCode, content_type: &'static str, body: String) -> Response {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    response
+}
+
+/// `/readyz`: 200 with the number of tools offered, or 503 saying why not (the last reload
+/// failed: the config or a tool is broken).
+fn readiness(shared: &Shared) -> Response {
+    let tools = shared.runtime().tools().count();
+    let (status, body) = match shared.not_ready() {
+        None => (hyper::StatusCode::OK, serde_json::json!({"ready": true, "tools": tools})),
+        Some(why) => {
+            (hyper::StatusCode::SERVICE_UNAVAILABLE, serde_json::json!({"ready": false, "tools": tools, "reason": why}))
+        }
+    };
+    text(status, "application/json", format!("{body}\n"))
 }
 
 /// 401 for a request without the right token, saying where the token is.

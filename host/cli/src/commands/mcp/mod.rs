@@ -13,6 +13,7 @@
 //! logs go to stderr.
 
 mod http;
+mod metrics;
 mod pipes;
 mod server;
 pub mod stdio;
@@ -47,6 +48,15 @@ pub struct McpCommand {
     /// then call the tools.
     #[arg(long, requires = "http")]
     no_auth: bool,
+    /// With --http: serve /metrics without the bearer token (for a scraper that cannot send
+    /// one). /healthz and /readyz never need it.
+    #[arg(long, requires = "http")]
+    metrics_no_auth: bool,
+    /// With --http: after SIGTERM, keep serving this long (while /readyz answers 503, so a
+    /// load balancer moves traffic away), then stop accepting connections and exit once every
+    /// call in flight has been answered.
+    #[arg(long, value_name = "MS", default_value_t = 2000, requires = "http")]
+    drain_grace_ms: u64,
 }
 
 /// How often the tools directories and the config file are checked for changes.
@@ -54,7 +64,8 @@ const POLL: Duration = Duration::from_secs(1);
 
 impl McpCommand {
     pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
-        let events = server::event_sink();
+        let metrics = Arc::new(metrics::Metrics::new());
+        let events = server::event_sink(metrics.clone());
         let mut global = global.clone();
         if let Some(path) = &self.token_file {
             // A tool that could write it would choose the next start's token.
@@ -62,7 +73,7 @@ impl McpCommand {
         }
         let global = &global;
         let loaded = setup::load_with(global, events.clone(), None, setup::OnWidening::AskOnTerminal).await?;
-        let shared = Shared::new(global.clone(), loaded.runtime);
+        let shared = Shared::new(global.clone(), loaded.runtime, metrics);
         let watcher = tokio::spawn(watch(shared.clone(), events));
         let served = match &self.http {
             None => serve_stdio(shared).await,
@@ -71,6 +82,8 @@ impl McpCommand {
                     token_file: self.token_file.clone(),
                     allow_origins: self.allow_origin.clone(),
                     no_auth: self.no_auth,
+                    metrics_no_auth: self.metrics_no_auth,
+                    drain_grace: Duration::from_millis(self.drain_grace_ms),
                 };
                 http::serve(shared, addr, options).await
             }
@@ -155,12 +168,16 @@ async fn watch(shared: Arc<Shared>, events: toolhost::EventSink) {
                 let before = serde_json::to_value(server::tool_list(&shared.runtime())).ok();
                 let after = serde_json::to_value(server::tool_list(&reloaded.runtime)).ok();
                 shared.replace_runtime(reloaded.runtime);
+                shared.reloaded(None);
                 tracing::info!("tools reloaded");
                 if before != after {
                     shared.notify_tools_changed();
                 }
             }
-            Err(e) => tracing::warn!("reloading the tools failed, keeping the loaded ones: {e:#}"),
+            Err(e) => {
+                tracing::warn!("reloading the tools failed, keeping the loaded ones: {e:#}");
+                shared.reloaded(Some(format!("{e:#}")));
+            }
         }
     }
 }

@@ -7,7 +7,9 @@
 //! runtime is shared and replaced on reload; the sessions are not, so an "always" survives a
 //! reload and never reaches another session.
 
+use super::metrics::Metrics;
 use crate::setup::GlobalArgs;
+use prometheus_client::metrics::gauge::Gauge;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
     ElicitRequestParams, ElicitationAction, ErrorCode, ErrorData, Implementation, ListToolsResult,
@@ -35,19 +37,53 @@ pub struct Shared {
     /// Connections to tell about a changed tool list.
     peers: Mutex<Vec<Peer<RoleServer>>>,
     next_call: AtomicU64,
+    /// What `/metrics` shows.
+    pub metrics: Arc<Metrics>,
+    /// Why the last reload failed, while it has not been followed by a good one (`/readyz`).
+    reload_error: Mutex<Option<String>>,
+    /// Shutting down after SIGTERM (`/readyz`).
+    draining: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
     /// `runtime` queues its calls in its scheduler ([`Runtime::scheduler`]); reloaded
     /// runtimes are built with the same one.
-    pub fn new(args: GlobalArgs, runtime: Runtime) -> Arc<Self> {
+    pub fn new(args: GlobalArgs, runtime: Runtime, metrics: Arc<Metrics>) -> Arc<Self> {
+        metrics.loaded(&runtime);
         Arc::new(Shared {
             args,
             scheduler: runtime.scheduler().clone(),
             runtime: RwLock::new(Arc::new(runtime)),
             peers: Mutex::new(Vec::new()),
             next_call: AtomicU64::new(1),
+            metrics,
+            reload_error: Mutex::new(None),
+            draining: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// A reload failed (`Some(why)`) or succeeded (`None`).
+    pub fn reloaded(&self, error: Option<String>) {
+        if error.is_some() {
+            self.metrics.reload_failures.inc();
+        }
+        *self.reload_error.lock().unwrap_or_else(|e| e.into_inner()) = error;
+    }
+
+    /// Why this server should not get traffic now, if it should not: it is draining after
+    /// SIGTERM, or its last reload failed (the config or a tool is broken; the loaded tools
+    /// still answer, but a load balancer should prefer a replica whose config loads).
+    pub fn not_ready(&self) -> Option<String> {
+        if self.draining.load(Ordering::Acquire) {
+            return Some("draining: shutting down after SIGTERM".to_string());
+        }
+        let error = self.reload_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        error.map(|why| format!("the last reload failed: {why}"))
+    }
+
+    /// SIGTERM: from now on `/readyz` says this server is going away.
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::Release);
     }
 
     pub fn runtime(&self) -> Arc<Runtime> {
@@ -58,6 +94,7 @@ impl Shared {
     /// with [`Shared::scheduler`], whose limit becomes its `max_concurrency`.
     pub fn replace_runtime(&self, runtime: Runtime) {
         self.scheduler.set_limit(runtime.max_concurrency());
+        self.metrics.loaded(&runtime);
         *self.runtime.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(runtime);
     }
 
@@ -125,14 +162,21 @@ fn progress_forwarder(
 
 /// The runtime's events, to the log (stderr); progress reaches clients through each call's
 /// options.
-pub fn event_sink() -> toolhost::EventSink {
-    Arc::new(move |event| match &event {
+pub fn event_sink(metrics: Arc<Metrics>) -> toolhost::EventSink {
+    Arc::new(move |event| {
+        metrics.observe(&event);
+        log_event(&event);
+    })
+}
+
+fn log_event(event: &Event) {
+    match event {
         Event::Progress { id, tool, message } => tracing::debug!("{tool} ({id}): {message}"),
         Event::HookFailed { id, tool, hook_event, hook, message } => {
             tracing::warn!("{hook_event} hook [{hook}] for {tool} ({id}) failed: {message}");
         }
         other => tracing::debug!("{}", serde_json::to_string(other).unwrap_or_default()),
-    })
+    }
 }
 
 /// Puts a call's `ask` decisions to the user through `elicitation/create` on the connection the
@@ -227,26 +271,38 @@ pub struct McpServer {
 
 impl McpServer {
     pub fn new(shared: Arc<Shared>) -> Self {
+        shared.metrics.sessions.inc();
         McpServer { shared, session: Session::new(), waiting: Arc::default() }
     }
 }
 
-/// A call counted in its session's [`McpServer::waiting`] until admitted (or dropped).
-struct Waiting(Arc<AtomicUsize>);
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        self.shared.metrics.sessions.dec();
+    }
+}
+
+/// A call counted in its session's [`McpServer::waiting`] (and in the server's queued-calls
+/// gauge) until admitted (or dropped).
+struct Waiting(Arc<AtomicUsize>, Gauge);
 
 impl Waiting {
     /// Count one more waiting call, unless [`MAX_QUEUED_PER_SESSION`] are waiting already.
-    fn enter(count: &Arc<AtomicUsize>) -> Option<Waiting> {
+    fn enter(count: &Arc<AtomicUsize>, queued: &Gauge) -> Option<Waiting> {
         count
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_QUEUED_PER_SESSION).then_some(n + 1))
             .ok()
-            .map(|_| Waiting(count.clone()))
+            .map(|_| {
+                queued.inc();
+                Waiting(count.clone(), queued.clone())
+            })
     }
 }
 
 impl Drop for Waiting {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+        self.1.dec();
     }
 }
 
@@ -326,7 +382,7 @@ impl ServerHandler for McpServer {
             return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), None));
         }
         let ticket = context.extensions.remove::<Ticket>().unwrap_or_else(|| self.shared.scheduler.ticket());
-        let Some(waiting) = Waiting::enter(&self.waiting) else {
+        let Some(waiting) = Waiting::enter(&self.waiting, &self.shared.metrics.queued) else {
             // `ticket` is dropped: its place in the queue is given up.
             return Err(ErrorData::new(
                 QUEUE_FULL,
