@@ -816,6 +816,34 @@ fn http_refuses_to_listen_beyond_loopback() {
     let out = fx.command(&["--http", "0.0.0.0:0", "--no-auth"]).stdin(Stdio::null()).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("only loopback"), "{out:?}");
+    // --allow-remote (a container, a pod) still never goes without the token.
+    let args = ["--http", "0.0.0.0:0", "--allow-remote", "--no-auth"];
+    let out = fx.command(&args).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must check the bearer token"), "{out:?}");
+}
+
+/// With `--allow-remote` the server listens beyond loopback, warns, and still wants the token;
+/// `--allow-host` adds a name a load balancer or a service uses, and other names stay refused.
+#[test]
+fn allow_remote_listens_beyond_loopback_with_the_token_and_allow_host_adds_names() {
+    let fx = Fixture::new();
+    let http =
+        Http::spawn_with(fx.command(&["--http", "0.0.0.0:0", "--allow-remote", "--allow-host", "lb.internal:9000"]));
+    assert!(
+        http.log.lines().iter().any(|l| l.contains("warning: toolhost mcp --allow-remote")),
+        "{:#?}",
+        http.log.lines()
+    );
+    let (status, _) = http.post_as_is("/mcp", &[], &init_request());
+    assert_eq!(status, 401);
+    let (status, response) = http.post("/mcp", &[("Host", "lb.internal:9000")], &init_request());
+    assert_eq!(status, 200, "{response}");
+    let (status, _) = http.post("/mcp", &[("Host", "evil.example:9000")], &init_request());
+    assert_eq!(status, 403);
+    let local = format!("127.0.0.1:{}", http.port());
+    let (status, response) = http.post("/mcp", &[("Host", &local)], &init_request());
+    assert_eq!(status, 200, "{response}");
 }
 
 #[test]

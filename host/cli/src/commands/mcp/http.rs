@@ -45,6 +45,10 @@ pub struct Options {
     pub metrics_no_auth: bool,
     /// After SIGTERM, how long to keep serving while `/readyz` says draining.
     pub drain_grace: Duration,
+    /// More `Host` values accepted (a load balancer's or a service's name).
+    pub allow_hosts: Vec<String>,
+    /// Listen on an address beyond loopback (a container, a pod).
+    pub allow_remote: bool,
 }
 
 /// After SIGTERM and the grace period, the longest wait for running calls to end before
@@ -91,9 +95,19 @@ fn parse_origin(origin: &str) -> Result<String> {
 pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<()> {
     let addr = parse_addr(addr)?;
     if !addr.ip().is_loopback() {
-        bail!(
-            "--http {addr}: toolhost mcp serves only loopback addresses (plain HTTP: its token would \
-             cross the network in clear); put a TLS-terminating proxy in front of it to reach it from elsewhere"
+        if !options.allow_remote {
+            bail!(
+                "--http {addr}: toolhost mcp serves only loopback addresses (plain HTTP: its token would \
+                 cross the network in clear); put a TLS-terminating proxy in front of it to reach it from \
+                 elsewhere, or pass --allow-remote where the network is private to it (a container, a pod)"
+            );
+        }
+        if options.no_auth {
+            bail!("--http {addr} --allow-remote --no-auth: a server beyond loopback must check the bearer token");
+        }
+        eprintln!(
+            "warning: toolhost mcp --allow-remote: serving plain HTTP on {addr}; the bearer token crosses the \
+             network in clear unless a TLS-terminating proxy or a private network carries it"
         );
     }
     let extra_origins = options.allow_origins.iter().map(|o| parse_origin(o)).collect::<Result<Vec<_>>>()?;
@@ -114,7 +128,8 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
         Some(Arc::new(Token::resolve(options.token_file.as_deref(), bound)?))
     };
 
-    let allowed_hosts = [format!("{host}:{port}"), format!("localhost:{port}")];
+    let mut allowed_hosts = vec![format!("{host}:{port}"), format!("localhost:{port}"), format!("127.0.0.1:{port}")];
+    allowed_hosts.extend(options.allow_hosts.iter().map(|h| h.trim().to_ascii_lowercase()));
     let mut allowed_origins =
         ["127.0.0.1", "localhost", "[::1]"].iter().map(|h| format!("http://{h}:{port}")).collect::<Vec<_>>();
     allowed_origins.extend(extra_origins);

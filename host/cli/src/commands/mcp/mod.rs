@@ -57,6 +57,16 @@ pub struct McpCommand {
     /// call in flight has been answered.
     #[arg(long, value_name = "MS", default_value_t = 2000, requires = "http")]
     drain_grace_ms: u64,
+    /// With --http: also accept requests whose `Host` is HOST (HOST:PORT, or HOST for any
+    /// port; repeatable), e.g. a load balancer's or a service's name. The bound address and
+    /// localhost are always accepted.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allow_host: Vec<String>,
+    /// With --http: listen on an address beyond loopback (e.g. 0.0.0.0:8765 in a container or
+    /// a pod). The bearer token is then required (no --no-auth) and crosses the network in
+    /// clear unless a TLS proxy or a private network carries it.
+    #[arg(long, requires = "http")]
+    allow_remote: bool,
 }
 
 /// How often the tools directories and the config file are checked for changes.
@@ -84,6 +94,8 @@ impl McpCommand {
                     no_auth: self.no_auth,
                     metrics_no_auth: self.metrics_no_auth,
                     drain_grace: Duration::from_millis(self.drain_grace_ms),
+                    allow_hosts: self.allow_host.clone(),
+                    allow_remote: self.allow_remote,
                 };
                 http::serve(shared, addr, options).await
             }
