@@ -27,6 +27,7 @@ mod precompiled;
 mod props;
 mod registry;
 mod registry_access;
+mod replicas;
 mod sandbox;
 mod schema;
 mod trust;

@@ -158,9 +158,10 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
     };
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("cannot watch for SIGTERM")?;
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
         tokio::select! {
-            accepted = listener.accept() => connections.accept(accepted),
+            accepted = listener.accept() => connections.accept(accepted, graceful.watcher()),
             _ = terminate.recv() => break,
         }
     }
@@ -177,11 +178,14 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
     tokio::pin!(grace);
     loop {
         tokio::select! {
-            accepted = listener.accept() => connections.accept(accepted),
+            accepted = listener.accept() => connections.accept(accepted, graceful.watcher()),
             () = &mut grace => break,
         }
     }
     drop(listener);
+    // Every connection ends after the answer it is sending (an idle one at once), so that no
+    // request is read from a kept-alive connection while the process exits.
+    tokio::spawn(graceful.shutdown());
     let deadline = tokio::time::Instant::now() + MAX_DRAIN;
     while connections.in_flight.load(Ordering::Acquire) > 0 {
         if tokio::time::Instant::now() >= deadline {
@@ -206,7 +210,11 @@ struct Connections {
 }
 
 impl Connections {
-    fn accept(&self, accepted: std::io::Result<(tokio::net::TcpStream, SocketAddr)>) {
+    fn accept(
+        &self,
+        accepted: std::io::Result<(tokio::net::TcpStream, SocketAddr)>,
+        watcher: hyper_util::server::graceful::Watcher,
+    ) {
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
@@ -226,9 +234,8 @@ impl Connections {
                 let this = this.clone();
                 async move { Ok::<_, Infallible>(this.handle(request).await) }
             });
-            if let Err(e) =
-                hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler).await
-            {
+            let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
+            if let Err(e) = watcher.watch(connection).await {
                 tracing::debug!("HTTP connection: {e}");
             }
         });
