@@ -312,9 +312,35 @@ fn a_planted_policy_file_is_refused_until_trusted() {
     // Removing it is judged against the default grant, which a toolhost tool falls back to
     // (the pins know files, not what kind of component sits beside them).
     fs::remove_file(fx.path("tools/functions.policy.yaml")).unwrap();
-    fails(&fx.run(&call), "policy file tools/functions.policy.yaml removed (a tool beside it gets the default grant)");
+    fails(
+        &fx.run(&call),
+        "policy file tools/functions.policy.yaml removed: a toolhost tool beside it would get the default grant",
+    );
     ok(&fx.run(&["trust"]));
     let o = fx.run(&call);
     assert_exit(&o, 1);
     assert!(!cli::stdout(&o).contains("hello"), "a function component without one gets nothing: {}", cli::stdout(&o));
+}
+
+/// Policy files are judged for the components a start loads: another `--tools` directory is
+/// not the removal of the first one's policy files, and going back to the first asks nothing.
+#[test]
+fn another_tools_directory_is_not_a_removed_policy_file() {
+    let fx = Fixture::new("");
+    for dir in ["a", "b"] {
+        fs::create_dir(fx.path(dir)).unwrap();
+        fs::write(fx.path(&format!("{dir}/functions.wasm")), toolhost_tests::guests::WIT_FUNCTIONS).unwrap();
+    }
+    let policy = format!(
+        "version: \"1.0\"\npermissions:\n  storage:\n    allow:\n      - uri: \"fs://{}\"\n        access: [read]\n",
+        fx.ws.path().display()
+    );
+    fs::write(fx.path("a/functions.policy.yaml"), policy).unwrap();
+    let a = fx.path("a").display().to_string();
+    let b = fx.path("b").display().to_string();
+    for tools in [&a, &b, &a, &b] {
+        let o = fx.run(&["--tools", tools, "list"]);
+        assert_exit(&o, 0);
+        assert!(!stderr(&o).contains("trust"), "--tools {tools}: {}", stderr(&o));
+    }
 }

@@ -85,7 +85,7 @@ pub fn store() -> Result<PinStore, PinError> {
 /// (fail closed): what widens on that is held as above, the rest runs.
 pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Result<()> {
     let subject = Subject::of(args)?;
-    let current = subject.current(config);
+    let mut current = subject.current(config);
     let (trusted, store, unconfirmed) = match store() {
         Err(e) => {
             tracing::warn!(
@@ -95,7 +95,10 @@ pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Res
             (Pins::baseline(&subject.workspace, Some(&subject.config)), None, Some(toolhost::error_text(&e)))
         }
         Ok(store) => match store.read(&subject.workspace, Some(&subject.config)) {
-            Ok(Some(pins)) => (pins, Some(store), None),
+            Ok(Some(pins)) => {
+                current.carry_unloaded(&pins);
+                (pins, Some(store), None)
+            }
             Ok(None) => {
                 // Trust on first use.
                 save(&store, &current);

@@ -20,9 +20,12 @@ impl TrustCommand {
     pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
         let config = setup::load_config(global)?;
         let subject = Subject::of(global)?;
-        let current = subject.current(&config);
+        let mut current = subject.current(&config);
         let store = pins::store()?;
         let trusted = store.read(&subject.workspace, Some(&subject.config));
+        if let Ok(Some(p)) = &trusted {
+            current.carry_unloaded(p);
+        }
         if self.show {
             let path = store.path_for(&subject.workspace, Some(&subject.config));
             match &trusted {

@@ -85,11 +85,13 @@ pub struct Summary {
     pub protected: BTreeSet<String>,
     /// The grant of every tool the config gives one.
     pub grants: BTreeMap<String, GrantPin>,
-    /// The grant of every policy file beside a component the next start loads from a file
-    /// without a configured grant (`NAME.policy.yaml`, DESIGN §1): it is obeyed on the host as
-    /// a grant in the config is, so a file that appears or grows there widens. Absent: none.
+    /// The policy file beside every component the start loads from a file without a
+    /// configured grant (`NAME.policy.yaml`, DESIGN §1), by its path, with the grant it gives
+    /// (`None`: there is none, or it does not parse, so it grants nothing). It is obeyed on the
+    /// host as a grant in the config is: a file that appears or grows there widens. Components
+    /// not loaded this time are not judged (another `--tools` directory is not a removal).
     #[serde(default)]
-    pub policy_files: BTreeMap<PathBuf, GrantPin>,
+    pub policy_files: BTreeMap<PathBuf, Option<GrantPin>>,
 }
 
 /// One command hook.
@@ -329,15 +331,16 @@ impl Summary {
     }
 
     /// Pin the policy file beside each of `components` (`.wasm` files loaded without a
-    /// configured grant), if there is one that reads: a malformed one is a load error, so it
-    /// grants nothing.
+    /// configured grant): its grant, or `None` when there is none that reads (a malformed one
+    /// is a load error, so it grants nothing).
     pub fn pin_policy_files<'a>(&mut self, components: impl IntoIterator<Item = &'a Path>) {
         for component in components {
             let Some(path) = toolhost_policy::policy_file_path(component) else { continue };
-            if let Ok(Some(grant)) = toolhost_policy::read_policy_file(&path) {
-                let path = std::path::absolute(&path).unwrap_or(path);
-                self.policy_files.insert(path, GrantPin::from_grant(&grant, false));
-            }
+            let grant = match toolhost_policy::read_policy_file(&path) {
+                Ok(Some(grant)) => Some(GrantPin::from_grant(&grant, false)),
+                _ => None,
+            };
+            self.policy_files.insert(std::path::absolute(&path).unwrap_or(path), grant);
         }
     }
 }
@@ -363,6 +366,15 @@ impl Pins {
             config_sha256: config.text().map(|t| hex::encode(Sha256::digest(t))),
             files,
             summary,
+        }
+    }
+
+    /// Keep what `trusted` records of policy files beside components not loaded now: a start
+    /// with another `--tools` directory neither judges nor forgets them, so going back to the
+    /// first asks nothing.
+    pub fn carry_unloaded(&mut self, trusted: &Pins) {
+        for (path, grant) in &trusted.summary.policy_files {
+            self.summary.policy_files.entry(path.clone()).or_insert_with(|| grant.clone());
         }
     }
 
@@ -460,28 +472,41 @@ pub fn changes(old: &Pins, new: &Pins) -> Vec<Change> {
             push(true, format!("grant of {name} widened: {}", wider.join(", ")));
         }
     }
-    // A policy file judged the careful way round: one that appears is compared with no grant
-    // (a function component without one gets nothing), one that goes with the default grant
-    // (a toolhost tool without one gets it).
-    let files: BTreeSet<&PathBuf> = o.policy_files.keys().chain(n.policy_files.keys()).collect();
-    for path in files {
+    // A policy file judged the careful way round, for the components loaded now: one that
+    // appears is compared with no grant (a function component without one gets nothing), one
+    // that goes with the default grant (a toolhost tool without one gets it).
+    for (path, after) in &n.policy_files {
         let shown = show_path(path, ws);
-        let change = match (o.policy_files.get(path), n.policy_files.get(path)) {
-            (Some(before), Some(after)) if before == after => continue,
-            (Some(before), Some(after)) => Some(("widened:", grant_widening(before, after, ws))),
-            (None, Some(after)) => Some(("is new, granting", grant_widening(&GrantPin::nothing(), after, ws))),
-            (Some(before), None) => Some((
-                "removed (a tool beside it gets the default grant):",
-                grant_widening(before, &GrantPin::default_grant(), ws),
-            )),
-            (None, None) => None,
-        };
-        let Some((how, wider)) = change else { continue };
-        if wider.is_empty() {
-            let what = if n.policy_files.contains_key(path) { "narrowed" } else { "removed" };
-            push(false, format!("policy file {shown} {what}"));
-        } else {
-            push(true, format!("policy file {shown} {how} {}", wider.join(", ")));
+        let before = o.policy_files.get(path).cloned().flatten();
+        match (before, after) {
+            (Some(before), Some(after)) if before == *after => {}
+            (Some(before), Some(after)) => {
+                let wider = grant_widening(&before, after, ws);
+                match wider.is_empty() {
+                    true => push(false, format!("policy file {shown} narrowed")),
+                    false => push(true, format!("policy file {shown} widened: {}", wider.join(", "))),
+                }
+            }
+            (None, Some(after)) => {
+                let wider = grant_widening(&GrantPin::nothing(), after, ws);
+                if !wider.is_empty() {
+                    push(true, format!("policy file {shown} is new, granting {}", wider.join(", ")));
+                }
+            }
+            (Some(before), None) => {
+                let wider = grant_widening(&before, &GrantPin::default_grant(), ws);
+                match wider.is_empty() {
+                    true => push(false, format!("policy file {shown} removed")),
+                    false => push(
+                        true,
+                        format!(
+                            "policy file {shown} removed: a toolhost tool beside it would get the default grant ({})",
+                            wider.join(", ")
+                        ),
+                    ),
+                }
+            }
+            (None, None) => {}
         }
     }
     out.sort_by_key(|c| !c.widens);
@@ -646,7 +671,7 @@ mod tests {
         let text = "[tools.fetch]\npath = \"tools/fetch.wasm\"\n";
         let data = ws.join("data").display().to_string();
         let none = pins(text, &ws);
-        assert!(none.summary.policy_files.is_empty());
+        assert_eq!(none.summary.policy_files.values().flatten().count(), 0);
 
         std::fs::write(&policy, storage(&data, "read")).unwrap();
         let read = pins(text, &ws);
@@ -674,6 +699,9 @@ mod tests {
         std::fs::write(&policy, storage("/", "read, write")).unwrap();
         let granted = "[tools.fetch]\npath = \"tools/fetch.wasm\"\ngrant = { fs_read = [\"data\"] }\n";
         assert!(pins(granted, &ws).summary.policy_files.is_empty());
+        // A component not loaded any more is not judged: its policy file is not "removed".
+        std::fs::write(&policy, storage(&data, "read")).unwrap();
+        assert_eq!(changes(&read, &pins("", &ws)).iter().filter(|c| c.what.contains("policy")).count(), 0);
         // A malformed one grants nothing (the tool fails to load).
         std::fs::write(&policy, "permissions: {storage: {allow: [{uri: 1}]}}\nextra: 1\n").unwrap();
         assert_eq!(changes(&none, &pins(text, &ws)), []);
