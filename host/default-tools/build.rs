@@ -76,11 +76,15 @@ fn precompiler() -> Result<wasmtime::Engine, String> {
         return Err("TOOLHOST_PRECOMPILE=0".into());
     }
     let (host, target) = (std::env::var("HOST").unwrap_or_default(), std::env::var("TARGET").unwrap_or_default());
-    if host != target {
-        return Err(format!("cross-compiling from {host} to {target}"));
-    }
     // No pooling here: the pool reserves address space, and the allocator is no part of what
     // compiled code depends on (the runtime's pooled engine loads this code).
     let options = toolhost_engine_config::EngineOptions::default();
-    wasmtime::Engine::new(&toolhost_engine_config::config(&options, false)).map_err(|e| format!("{e:#}"))
+    let mut config = toolhost_engine_config::config(&options, false);
+    if host != target {
+        // Another target (a static musl build on a glibc machine, say): code for its triple,
+        // with the baseline CPU features of its architecture, which any machine of it runs.
+        // Where Cranelift cannot make code for it, the tools compile at first use instead.
+        config.target(&target).map_err(|e| format!("no code generator for {target} here: {e:#}"))?;
+    }
+    wasmtime::Engine::new(&config).map_err(|e| format!("{e:#}"))
 }

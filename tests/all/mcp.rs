@@ -1092,25 +1092,12 @@ impl Http {
         stream.read_to_end(&mut response).unwrap();
         parse_response(&response)
     }
-
-    /// `/readyz`'s status, once it is `want` (the server reloads on its own clock).
-    fn readiness_becomes(&self, want: u16) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let (status, response) = self.get("/readyz", &[]);
-            if status == want {
-                return response;
-            }
-            assert!(Instant::now() < deadline, "/readyz stayed {status}: {response}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
 }
 
 /// `/healthz` and `/readyz` answer a load balancer without the token; `/metrics` (behind the
 /// token) counts calls by tool and outcome, their latency, sessions and loaded tools in
-/// Prometheus text format; a reload that fails makes the server not ready (its tools still
-/// answer) until the config loads again.
+/// Prometheus text format; a reload that fails is reported by `/readyz` and the metrics, and
+/// the server stays ready (its tools still answer).
 #[test]
 fn health_readiness_and_metrics_for_load_balancers_and_scrapers() {
     let fx = Fixture::new();
@@ -1153,13 +1140,27 @@ fn health_readiness_and_metrics_for_load_balancers_and_scrapers() {
     let tools = metrics.lines().find_map(|l| l.strip_prefix("toolhost_tools_loaded ")).unwrap();
     assert!(tools.parse::<u32>().unwrap() >= 3, "{metrics}");
 
-    // A broken config: not ready (the loaded tools still answer), then ready again once fixed.
+    // A broken config: still ready (the loaded tools answer; the same mistake rolled out to
+    // every replica must not empty the balancer), the failure said; gone once fixed.
     std::fs::write(fx.ws.path().join("toolhost.toml"), "[limits\n").unwrap();
-    let response = http.readiness_becomes(503);
-    assert!(response.contains("\"ready\":false") && response.contains("the last reload failed"), "{response}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let response = loop {
+        let (status, response) = http.get("/readyz", &[]);
+        assert_eq!(status, 200, "{response}");
+        if response.contains("last_reload_error") {
+            break response;
+        }
+        assert!(Instant::now() < deadline, "the failed reload never showed: {response}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(response.contains("\"ready\":true") && response.contains("toolhost.toml"), "{response}");
     assert_eq!(http.call(&session, 5, "Sleep", json!({"ms": 1}))["result"]["isError"], false);
     std::fs::remove_file(fx.ws.path().join("toolhost.toml")).unwrap();
-    http.readiness_becomes(200);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while http.get("/readyz", &[]).1.contains("last_reload_error") {
+        assert!(Instant::now() < deadline, "the good reload never cleared the error");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let (_, metrics) = http.get("/metrics", &[("Authorization", &bearer)]);
     assert!(metrics.lines().any(|l| l == "toolhost_reload_failures_total 1"), "{metrics}");
 }
@@ -1239,4 +1240,31 @@ impl std::ops::Deref for HttpClient {
     fn deref(&self) -> &Http {
         &self.0
     }
+}
+
+/// The bearer token given as `TOOLHOST_MCP_TOKEN` is the server's secret: a tool granted every
+/// variable (`env = ["*"]`) still cannot read it (it could call the server's other tools), and
+/// sees the other variables.
+#[test]
+fn a_tool_granted_every_variable_never_sees_the_server_token() {
+    let fx = Fixture::new();
+    std::fs::write(fx.tools.path().join("functions.wasm"), guests::WIT_FUNCTIONS).unwrap();
+    std::fs::write(
+        fx.ws.path().join("toolhost.toml"),
+        format!(
+            "[tools.getenv]\npath = \"{}\"\nfunction = \"get-env\"\ngrant = {{ env = [\"*\"] }}\n",
+            fx.tools.path().join("functions.wasm").display()
+        ),
+    )
+    .unwrap();
+    let mut command = fx.command_allowing(&["getenv"], &["--http", "127.0.0.1:0"]);
+    command.env("TOOLHOST_MCP_TOKEN", "s3cret-token-value-0123456789abcdef").env("TOOLHOST_TEST_VISIBLE", "visible");
+    let mut http = Http::spawn_with(command);
+    http.token = Some("s3cret-token-value-0123456789abcdef".into());
+    let session = http.open_session();
+    let seen = http.call(&session, 1, "getenv", json!({"key": "TOOLHOST_TEST_VISIBLE"}));
+    assert!(seen.to_string().contains("visible"), "{seen}");
+    let token = http.call(&session, 2, "getenv", json!({"key": "TOOLHOST_MCP_TOKEN"}));
+    assert_eq!(token["result"]["isError"], false, "{token}");
+    assert!(!token.to_string().contains("s3cret"), "{token}");
 }

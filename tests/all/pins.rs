@@ -344,3 +344,26 @@ fn another_tools_directory_is_not_a_removed_policy_file() {
         assert!(!stderr(&o).contains("trust"), "--tools {tools}: {}", stderr(&o));
     }
 }
+
+/// A config reached through a link swapped on every update (how Kubernetes mounts a
+/// ConfigMap: `toolhost.toml` → `..data/toolhost.toml`, `..data` → `..VERSION`) keeps its pins:
+/// a widening update is judged, not trusted anew as a first start.
+#[test]
+fn a_config_behind_a_swapped_link_keeps_its_pins() {
+    let fx = Fixture::new("");
+    let conf = fx.path("conf");
+    fs::create_dir_all(conf.join("..v1")).unwrap();
+    fs::write(conf.join("..v1/toolhost.toml"), "[permissions]\ndeny = [\"Write\"]\n").unwrap();
+    std::os::unix::fs::symlink("..v1", conf.join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/toolhost.toml", conf.join("toolhost.toml")).unwrap();
+    let config = conf.join("toolhost.toml").display().to_string();
+    ok(&fx.run(&["--config", &config, "call", "Read", READ]));
+
+    fs::create_dir_all(conf.join("..v2")).unwrap();
+    fs::write(conf.join("..v2/toolhost.toml"), "[permissions]\nallow = [\"Write\"]\n").unwrap();
+    std::os::unix::fs::symlink("..v2", conf.join("..data.new")).unwrap();
+    fs::rename(conf.join("..data.new"), conf.join("..data")).unwrap();
+    fs::remove_dir_all(conf.join("..v1")).unwrap();
+    let all = fails(&fx.run(&["--config", &config, "call", "Read", READ]), "changed since it was trusted");
+    assert!(all.contains("allow rule added: Write") && all.contains("deny rule removed: Write"), "{all}");
+}

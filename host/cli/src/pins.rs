@@ -50,7 +50,13 @@ impl Subject {
             .with_context(|| format!("cannot resolve the workspace {}", workspace.display()))?;
         let given = setup::config_path(args).unwrap_or_else(|| PathBuf::from("toolhost.toml"));
         let absolute = std::path::absolute(&given).with_context(|| format!("cannot resolve {}", given.display()))?;
-        let config = absolute.canonicalize().unwrap_or(absolute);
+        // Its directory resolved, its name kept: a config reached through a link that is
+        // swapped on every update (a Kubernetes ConfigMap's `..data/`) keeps its pins, and
+        // every change of it is judged, not trusted anew as a first start.
+        let config = match (absolute.parent().map(Path::canonicalize), absolute.file_name()) {
+            (Some(Ok(dir)), Some(name)) => dir.join(name),
+            _ => absolute,
+        };
         // A directory that cannot be read fails the start later, with its own message.
         let tool_files = args.tools.iter().filter_map(|d| setup::wasm_files(d).ok()).flatten().collect();
         Ok(Subject { workspace, config, shown: given.display().to_string(), tool_files })

@@ -224,7 +224,9 @@ async fn build_and_load(
     let mut builder = Runtime::builder()
         .workspace(&workspace)
         .config(config.clone())
-        .env(std::env::vars())
+        // Every variable a grant may name, except the MCP server's bearer token: a tool granted
+        // `env = ["*"]` must not be able to call the server (and its other tools) as a client.
+        .env(std::env::vars().filter(|(k, _)| k != crate::commands::mcp::TOKEN_ENV))
         .events(events)
         .pooling(pooling);
     if let Some(mode) = args.permission_mode {

@@ -199,6 +199,8 @@ async fn execute(hook: &CommandHook, workspace: &Path, payload: &[u8]) -> Result
         // A hook's directory is pinned whole: Python must not add `__pycache__` files to it
         // (each would read as a new file to confirm at the next start).
         .env("PYTHONDONTWRITEBYTECODE", "1")
+        // The MCP server's bearer token is the server's secret, not a hook's.
+        .env_remove("TOOLHOST_MCP_TOKEN")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -364,14 +364,20 @@ fn text(status: hyper::StatusCode, content_type: &'static str, body: String) -> 
     response
 }
 
-/// `/readyz`: 200 with the number of tools offered, or 503 saying why not (the last reload
-/// failed: the config or a tool is broken).
+/// `/readyz`: 200 with the number of tools offered (and why the last reload failed, if it
+/// did: the loaded tools still answer), or 503 while draining.
 fn readiness(shared: &Shared) -> Response {
     let tools = shared.runtime().tools().count();
-    let (status, body) = match shared.not_ready() {
-        None => (hyper::StatusCode::OK, serde_json::json!({"ready": true, "tools": tools})),
+    let mut body = serde_json::json!({"ready": true, "tools": tools});
+    if let Some(why) = shared.reload_error() {
+        body["last_reload_error"] = why.into();
+    }
+    let status = match shared.not_ready() {
+        None => hyper::StatusCode::OK,
         Some(why) => {
-            (hyper::StatusCode::SERVICE_UNAVAILABLE, serde_json::json!({"ready": false, "tools": tools, "reason": why}))
+            body["ready"] = false.into();
+            body["reason"] = why.into();
+            hyper::StatusCode::SERVICE_UNAVAILABLE
         }
     };
     text(status, "application/json", format!("{body}\n"))

@@ -19,6 +19,8 @@ mod server;
 pub mod stdio;
 mod token;
 
+pub use token::TOKEN_ENV;
+
 use crate::setup::{self, GlobalArgs};
 use anyhow::{Context, Result};
 use clap::Args;

@@ -71,14 +71,16 @@ impl Shared {
     }
 
     /// Why this server should not get traffic now, if it should not: it is draining after
-    /// SIGTERM, or its last reload failed (the config or a tool is broken; the loaded tools
-    /// still answer, but a load balancer should prefer a replica whose config loads).
+    /// SIGTERM. A failed reload does not count: the loaded tools stay in service, and a config
+    /// mistake rolled out to every replica must not take them all out of the balancer at once
+    /// (it shows in [`Shared::reload_error`] and in the metrics instead).
     pub fn not_ready(&self) -> Option<String> {
-        if self.draining.load(Ordering::Acquire) {
-            return Some("draining: shutting down after SIGTERM".to_string());
-        }
-        let error = self.reload_error.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        error.map(|why| format!("the last reload failed: {why}"))
+        self.draining.load(Ordering::Acquire).then(|| "draining: shutting down after SIGTERM".to_string())
+    }
+
+    /// Why the last reload failed, while no good one has followed.
+    pub fn reload_error(&self) -> Option<String> {
+        self.reload_error.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// SIGTERM: from now on `/readyz` says this server is going away.
