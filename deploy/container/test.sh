@@ -33,7 +33,7 @@ trap cleanup EXIT
 
 "${podman[@]}" run -d --name "$name" --read-only -p "127.0.0.1:$port:8765" \
     -e TOOLHOST_MCP_TOKEN="$token" -v "$work:/workspace:ro" \
-    "$image" mcp --http 0.0.0.0:8765 --allow-remote >/dev/null
+    "$image" >/dev/null
 
 for _ in $(seq 1 200); do
     curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break

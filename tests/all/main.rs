@@ -15,6 +15,7 @@ mod guests_lang;
 mod hook_files;
 mod hooks;
 mod http;
+mod install_script;
 mod kinds;
 mod kinds_props;
 mod limits;
