@@ -650,3 +650,30 @@ async fn wasi_config_answers_the_granted_variables_only() {
     assert!(r.is_error && r.text().contains("is not set"), "{r:?}");
     assert_eq!(ok(&run(&bare, "setting-keys", json!({})).await), "(setting-keys completed with no output)");
 }
+
+/// The WIT beside a component as its author keeps it: importing a package from a `deps/`
+/// directory that is not beside the component (here `wasi:config`), and continuing long doc
+/// lines with a trailing `\` as Wassette's files do. The descriptions still come from it.
+#[tokio::test(flavor = "multi_thread")]
+async fn descriptions_come_from_a_wit_whose_imports_are_elsewhere() {
+    let ws = workspace();
+    let wit = r"package test:config@0.1.0;
+
+world config {
+    import wasi:config/store@0.2.0-draft;
+
+    /// The configuration value of `key`. \
+    /// Fails when it is not set.
+    export get-setting: func(key: string) -> result<string, string>;
+
+    /// Every configuration key.
+    export setting-keys: func() -> result<string, string>;
+}
+";
+    let source = ToolSource::bytes("config.wasm", guests::WIT_CONFIG).with_wit("config.wit", wit);
+    let rt = runtime(ws.path(), "", vec![source]).await;
+    let tool = rt.tool("get-setting").unwrap();
+    assert_eq!(tool.info.description, "The configuration value of `key`. Fails when it is not set.");
+    assert!(tool.warnings.is_empty(), "{:?}", tool.warnings);
+    assert_eq!(rt.tool("setting-keys").unwrap().info.description, "Every configuration key.");
+}

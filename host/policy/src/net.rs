@@ -117,6 +117,11 @@ impl FromStr for NetPattern {
         if s == "*" {
             return Ok(NetPattern { host: HostPattern::Any, port: PortPattern::Any });
         }
+        if s.contains("://") {
+            return Err(err(
+                "a URL, not a host pattern: write the host, with `:PORT` if not 80 or 443 (api.example.com)",
+            ));
+        }
         // `[v6]:port`, `[v6]`, a bare v6 address, or `host[:port]`.
         let (host, port) = if let Some(rest) = s.strip_prefix('[') {
             let (h, after) = rest.split_once(']').ok_or_else(|| err("unclosed `[`"))?;

@@ -178,7 +178,9 @@ pub fn read_policy_file(path: &Path) -> Result<Option<Grant>, PolicyFileError> {
 ///   it would grant more than it says) are errors.
 /// - **`network.allow`**: `host` is a toolhost network pattern ([`crate::NetPattern`]: `host`,
 ///   `host:port`, `host:*`, `*.domain`, an IP address, `*`), checked by the same parser as the
-///   `net` entries of a TOML grant. A pattern without a port allows only ports 80 and 443.
+///   `net` entries of a TOML grant. A pattern without a port allows only ports 80 and 443. A
+///   URL, as Wassette's own examples write one (`https://api.example.com/v1`), names its host
+///   and its port or its scheme's (`api.example.com:443`); the path is dropped.
 /// - **`environment.allow`**: `key` is a variable name. Like Wassette, no wildcards: a file
 ///   from a distributor cannot ask for every variable (an operator still can, in
 ///   `toolhost.toml`).
@@ -215,6 +217,29 @@ pub fn parse_policy_file(text: &str, origin: &Path) -> Result<Grant, PolicyFileE
         None => Ok(Grant::none()),
         Some(root) => reader.document(&root),
     }
+}
+
+/// A `host` written as a URL (Wassette reads one as its scheme and host: its own examples
+/// write `https://rss.nytimes.com/`) as a network pattern: the host with the port the URL
+/// names, or its scheme's (`https` 443, `http` 80). The path is no part of a grant.
+fn url_pattern(scheme: &str, rest: &str) -> Result<String, String> {
+    let default_port = match scheme.to_ascii_lowercase().as_str() {
+        "https" => 443,
+        "http" => 80,
+        other => return Err(format!("a URL of scheme {other:?}: only http and https URLs name a host to reach")),
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err("a URL with a user name: write the host alone".into());
+    }
+    if authority.is_empty() {
+        return Err("a URL without a host".into());
+    }
+    let has_port = match authority.strip_prefix('[') {
+        Some(v6) => v6.contains("]:"),
+        None => authority.contains(':'),
+    };
+    Ok(if has_port { authority.to_string() } else { format!("{authority}:{default_port}") })
 }
 
 /// The sections of `permissions` that are refused when they say anything, and why.
@@ -492,12 +517,16 @@ impl Reader<'_> {
         }
         let host = self.required(&table, "host")?;
         let host_field = format!("{field}.host");
-        let pattern = self.string(host, &host_field)?;
+        let written = self.string(host, &host_field)?;
+        let pattern = match written.split_once("://") {
+            Some((scheme, rest)) => url_pattern(scheme, rest).map_err(|why| self.invalid(host, &host_field, why))?,
+            None => written.to_string(),
+        };
         // The same parser as a TOML grant's `net` entries (`Grant::pattern_errors`).
         if let Err(e) = pattern.parse::<NetPattern>() {
             return Err(self.invalid(host, &host_field, e.to_string()));
         }
-        Ok(pattern.to_string())
+        Ok(pattern)
     }
 
     fn environment_entry(&self, node: &Spanned<Node>, field: &str) -> Result<String, PolicyFileError> {

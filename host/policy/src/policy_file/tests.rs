@@ -191,7 +191,6 @@ fn hosts_are_checked_as_toml_grants_check_them() {
         "example.com:99999",
         "*.*.example.com",
         "exa*mple.com",
-        "http://example.com",
         "[::1",
         "example.com:",
     ] {
@@ -210,6 +209,30 @@ fn hosts_are_checked_as_toml_grants_check_them() {
                 assert_eq!((e.line, e.column), (5, 15), "{e}");
             }
         }
+    }
+}
+
+/// A host written as a URL, as Wassette's examples write some, is its host and port.
+#[test]
+fn a_url_names_its_host_and_port() {
+    let yaml = |host: &str| format!("version: \"1.0\"\npermissions:\n  network:\n    allow:\n      - host: {host:?}\n");
+    for (url, pattern) in [
+        ("https://rss.nytimes.com/", "rss.nytimes.com:443"),
+        ("http://example.com", "example.com:80"),
+        ("HTTPS://api.example.com:8443/v1/items?q=1", "api.example.com:8443"),
+        ("https://[::1]/x", "[::1]:443"),
+        ("https://[::1]:9000", "[::1]:9000"),
+        ("https://*.example.com/", "*.example.com:443"),
+    ] {
+        assert_eq!(parse(&yaml(url)).unwrap().net, [pattern], "{url}");
+    }
+    for (url, why) in [
+        ("ftp://example.com/", "only http and https"),
+        ("https://user@example.com/", "user name"),
+        ("https:///path", "without a host"),
+    ] {
+        let e = parse(&yaml(url)).unwrap_err().to_string();
+        assert!(e.contains(why), "{url}: {e}");
     }
 }
 

@@ -284,20 +284,46 @@ pub(crate) fn docs_from_wit(text: &str, path: &std::path::Path) -> Result<Docs, 
     let parsed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| resolve.push_str(path, text)));
     let package = match parsed {
         Ok(Ok(package)) => package,
-        Ok(Err(e)) => return Err(format!("{e:#}")),
+        // Most often an import of a package the file does not hold (`wasi:http`, kept in a
+        // `deps/` directory beside the author's WIT): the docs are all in this package, so it
+        // is read without resolving what it imports.
+        Ok(Err(e)) => return unresolved_docs(text, path).ok_or_else(|| format!("{e:#}")),
         Err(_) => return Err("the WIT parser failed on it".to_string()),
     };
     let mut out = HashMap::new();
     for world in resolve.packages[package].worlds.values() {
-        world_docs(&resolve, *world, &mut out);
+        let name = |id: wit_parser::InterfaceId| resolve.id_of(id);
+        world_docs(&resolve.worlds[*world], &resolve.interfaces, &name, &mut out);
     }
     Ok(out)
 }
 
-fn world_docs(resolve: &wit_parser::Resolve, world: wit_parser::WorldId, out: &mut Docs) {
+/// The docs of the package in `text`, parsed but not resolved (its imports from other packages
+/// left unknown); `None` when it does not even parse.
+fn unresolved_docs(text: &str, path: &std::path::Path) -> Option<Docs> {
+    let parsed = std::panic::catch_unwind(|| wit_parser::UnresolvedPackageGroup::parse(path, text)).ok()?.ok()?;
+    let package = &parsed.main;
+    let version = package.name.version.as_ref().map(|v| format!("@{v}")).unwrap_or_default();
+    let name = |id: wit_parser::InterfaceId| {
+        let iface = package.interfaces[id].name.as_ref()?;
+        Some(format!("{}:{}/{iface}{version}", package.name.namespace, package.name.name))
+    };
+    let mut out = HashMap::new();
+    for (_, world) in package.worlds.iter() {
+        world_docs(world, &package.interfaces, &name, &mut out);
+    }
+    Some(out)
+}
+
+fn world_docs(
+    world: &wit_parser::World,
+    interfaces: &dyn std::ops::Index<wit_parser::InterfaceId, Output = wit_parser::Interface>,
+    interface_name: &dyn Fn(wit_parser::InterfaceId) -> Option<String>,
+    out: &mut Docs,
+) {
     use wit_parser::{WorldItem, WorldKey};
     let text = |docs: &wit_parser::Docs| docs.contents.as_deref().map(str::trim).filter(|d| !d.is_empty()).map(clip);
-    for (key, item) in &resolve.worlds[world].exports {
+    for (key, item) in &world.exports {
         match item {
             WorldItem::Function(f) => {
                 if let Some(d) = text(&f.docs) {
@@ -307,10 +333,10 @@ fn world_docs(resolve: &wit_parser::Resolve, world: wit_parser::WorldId, out: &m
             WorldItem::Interface { id, docs, .. } => {
                 let name = match key {
                     WorldKey::Name(name) => Some(name.clone()),
-                    WorldKey::Interface(id) => resolve.id_of(*id),
+                    WorldKey::Interface(id) => interface_name(*id),
                 };
                 let Some(name) = name else { continue };
-                let iface = &resolve.interfaces[*id];
+                let iface = &interfaces[*id];
                 let about = text(&iface.docs).or_else(|| text(docs));
                 for (fname, f) in &iface.functions {
                     let export = FunctionExport { interface: Some(name.clone()), function: fname.clone() };
@@ -339,7 +365,23 @@ fn lookup(docs: &Docs, export: &FunctionExport) -> Option<String> {
     })
 }
 
+/// A description as shown: lines its author continued with a trailing `\` (as Wassette's WIT
+/// files do) joined, and at most [`MAX_DESCRIPTION`] characters.
 fn clip(text: &str) -> String {
+    let mut joined = String::with_capacity(text.len());
+    for line in text.lines() {
+        match line.trim_end().strip_suffix('\\') {
+            Some(continued) => {
+                joined.push_str(continued.trim_end());
+                joined.push(' ');
+            }
+            None => {
+                joined.push_str(line);
+                joined.push('\n');
+            }
+        }
+    }
+    let text = joined.trim_end();
     match text.char_indices().nth(MAX_DESCRIPTION) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.to_string(),

@@ -125,8 +125,10 @@ impl Cache {
     pub(crate) fn grant_overlap(&self, dirs: &[DirGrant]) -> Option<GrantError> {
         grant_overlap(
             &self.dir,
-            "toolhost's compile cache (native code a tool could replace)",
-            "set TOOLHOST_CACHE_DIR to a directory outside every grant, or narrow the grant",
+            "toolhost's compile cache (native code toolhost runs, and the key that authenticates it: \
+             read or written, a tool could forge an entry)",
+            "set TOOLHOST_CACHE_DIR to a directory outside every grant, or narrow the grant (a grant \
+             of / cannot leave it out: name the directories the tool needs)",
             dirs,
         )
     }
