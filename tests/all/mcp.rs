@@ -1268,3 +1268,28 @@ fn a_tool_granted_every_variable_never_sees_the_server_token() {
     assert_eq!(token["result"]["isError"], false, "{token}");
     assert!(!token.to_string().contains("s3cret"), "{token}");
 }
+
+/// `--stateless`: no `Mcp-Session-Id`, each request served on its own, a call answered as one
+/// JSON body; nothing carries over between calls (an "allow for this session" cannot exist).
+#[test]
+fn stateless_http_answers_each_request_on_its_own_as_json() {
+    let fx = Fixture::new();
+    let http = Http::spawn_with(fx.command(&["--http", "127.0.0.1:0", "--stateless"]));
+    let (status, response) = http.post("/mcp", &[], &init_request());
+    assert_eq!(status, 200, "{response}");
+    assert!(!response.to_ascii_lowercase().contains("mcp-session-id"), "{response}");
+    let headers = [("MCP-Protocol-Version", "2025-06-18")];
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "Read", "arguments": {"file_path": "hello.txt"}}})
+    .to_string();
+    let (status, response) = http.post("/mcp", &headers, &body);
+    assert_eq!(status, 200, "{response}");
+    assert!(response.to_ascii_lowercase().contains("content-type: application/json"), "{response}");
+    let (_, json_body) = response.split_once("\r\n\r\n").unwrap();
+    let answer: Value = serde_json::from_str(json_body.trim()).unwrap_or_else(|e| panic!("{e}: {response}"));
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("hello from the workspace"), "{answer}");
+    // Still behind the token.
+    let (status, _) = http.post_as_is("/mcp", &headers, &body);
+    assert_eq!(status, 401);
+}

@@ -96,12 +96,26 @@ fn main() {
         c.args(["--http", "127.0.0.1:0", "--token-file"]).arg(&token_file);
         c
     };
+    let toolhost_stateless = || {
+        let mut c = toolhost_http();
+        c.arg("--stateless");
+        c
+    };
     let reference_http = || {
         let mut c = Command::new(std::env::current_exe().unwrap());
         c.arg("--reference-http-server");
         c
     };
-    http(calls, repeats, &token, [("reference server", &reference_http), ("toolhost mcp", &toolhost_http)]);
+    http(
+        calls,
+        repeats,
+        &token,
+        [
+            ("reference server", &reference_http),
+            ("toolhost mcp", &toolhost_http),
+            ("toolhost mcp --stateless", &toolhost_stateless),
+        ],
+    );
 }
 
 fn micros(d: Duration) -> f64 {
@@ -260,7 +274,7 @@ fn write_token(path: &Path) -> String {
 
 /// The three HTTP figures of each server, best of `repeats` runs, each beside the first
 /// server's (the floor) with the difference.
-fn http(calls: usize, repeats: usize, token: &str, servers: [(&str, &dyn Fn() -> Command); 2]) {
+fn http<const N: usize>(calls: usize, repeats: usize, token: &str, servers: [(&str, &dyn Fn() -> Command); N]) {
     let mut figures = Vec::new();
     for (label, command) in servers {
         let mut best: Option<HttpFigures> = None;
@@ -283,26 +297,31 @@ fn http(calls: usize, repeats: usize, token: &str, servers: [(&str, &dyn Fn() ->
         }
         figures.push((label, best.unwrap()));
     }
-    let [(floor_label, floor), (label, server)] = [figures[0], figures[1]];
     println!();
-    println!("HTTP, {calls} calls of Noop, best of {repeats} runs per figure");
-    println!("{:<40} {floor_label:>18} {label:>18} {:>14}", "", "difference");
-    let rows = [
-        ("keep-alive, sequential: median", floor.keep_alive, server.keep_alive),
-        ("keep-alive, sequential: p90", floor.keep_alive_p90, server.keep_alive_p90),
-        ("new connection per call: median", floor.per_call, server.per_call),
-        ("new connection per call: p90", floor.per_call_p90, server.per_call_p90),
-    ];
-    for (row, f, s) in rows {
-        println!("{row:<40} {:>15.1} µs {:>15.1} µs {:>+11.1} µs", micros(f), micros(s), micros(s) - micros(f));
+    println!("HTTP, {calls} calls of Noop, best of {repeats} runs per figure (the first column is the floor)");
+    print!("{:<40}", "");
+    for (label, _) in &figures {
+        print!(" {label:>26}");
     }
-    println!(
-        "{:<40} {:>11.0} calls/s {:>11.0} calls/s {:>+13.0} %",
-        format!("{WINDOW} connections in flight"),
-        floor.rate,
-        server.rate,
-        (server.rate / floor.rate - 1.0) * 100.0
-    );
+    println!();
+    let rows: [(&str, fn(&HttpFigures) -> Duration); 4] = [
+        ("keep-alive, sequential: median", |f| f.keep_alive),
+        ("keep-alive, sequential: p90", |f| f.keep_alive_p90),
+        ("new connection per call: median", |f| f.per_call),
+        ("new connection per call: p90", |f| f.per_call_p90),
+    ];
+    for (row, get) in rows {
+        print!("{row:<40}");
+        for (_, f) in &figures {
+            print!(" {:>23.1} µs", micros(get(f)));
+        }
+        println!();
+    }
+    print!("{:<40}", format!("{WINDOW} connections in flight"));
+    for (_, f) in &figures {
+        print!(" {:>17.0} calls/s", f.rate);
+    }
+    println!();
 }
 
 #[derive(Clone, Copy)]

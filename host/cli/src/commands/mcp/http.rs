@@ -49,6 +49,8 @@ pub struct Options {
     pub allow_hosts: Vec<String>,
     /// Listen on an address beyond loopback (a container, a pod).
     pub allow_remote: bool,
+    /// Serve without MCP sessions.
+    pub stateless: bool,
 }
 
 /// After SIGTERM and the grace period, the longest wait for running calls to end before
@@ -137,7 +139,12 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
         .with_allowed_hosts(allowed_hosts)
         .with_allowed_origins(allowed_origins)
         .enforce_origin_validation()
-        .with_max_request_body_bytes(MAX_BODY_BYTES);
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        // Stateless: no session, each request served on its own (the transport allows it), and
+        // a call's result as one JSON body instead of an event stream; a call that sends
+        // progress or asks the user first is still answered as a stream, in order.
+        .with_legacy_session_mode(!options.stateless)
+        .with_json_response(options.stateless);
     let factory = {
         let shared = shared.clone();
         move || Ok(McpServer::new(shared.clone()))

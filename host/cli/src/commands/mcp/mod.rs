@@ -69,6 +69,13 @@ pub struct McpCommand {
     /// clear unless a TLS proxy or a private network carries it.
     #[arg(long, requires = "http")]
     allow_remote: bool,
+    /// With --http: serve without MCP sessions (as the specification allows, and as its next
+    /// version requires): each request stands alone, answered as one JSON body when it can be.
+    /// Nothing is kept between calls: no "allow for this session", no Read before Edit across
+    /// calls, no context map. For clients that call tools and need nothing else; any replica
+    /// can then answer any request.
+    #[arg(long, requires = "http")]
+    stateless: bool,
 }
 
 /// How often the tools directories and the config file are checked for changes.
@@ -98,6 +105,7 @@ impl McpCommand {
                     drain_grace: Duration::from_millis(self.drain_grace_ms),
                     allow_hosts: self.allow_host.clone(),
                     allow_remote: self.allow_remote,
+                    stateless: self.stateless,
                 };
                 http::serve(shared, addr, options).await
             }
