@@ -304,7 +304,8 @@ fn http<const N: usize>(calls: usize, repeats: usize, token: &str, servers: [(&s
         print!(" {label:>26}");
     }
     println!();
-    let rows: [(&str, fn(&HttpFigures) -> Duration); 4] = [
+    type Row = (&'static str, fn(&HttpFigures) -> Duration);
+    let rows: [Row; 4] = [
         ("keep-alive, sequential: median", |f| f.keep_alive),
         ("keep-alive, sequential: p90", |f| f.keep_alive_p90),
         ("new connection per call: median", |f| f.per_call),
