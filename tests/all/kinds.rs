@@ -485,6 +485,8 @@ fn the_command_line_adds_lists_inspects_and_calls_the_other_kinds() {
 
     let out = ok(&th(ws.path(), &["inspect", &functions]));
     assert!(out.contains("kind:        function") && out.contains("tool other_echo"), "{out}");
+    let listed = out.lines().find(|l| l.starts_with("tools:       ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(listed.contains("other_echo") && listed.contains("read-file"), "every function named: {listed}");
     assert!(out.contains("Returns the text reversed"), "descriptions from the WIT beside it: {out}");
 
     fails(&th(ws.path(), &["add", &functions]), "install one with --function NAME");

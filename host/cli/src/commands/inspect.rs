@@ -100,8 +100,16 @@ impl InspectCommand {
         crate::output::outln!("file:        {}", self.file.display());
         crate::output::outln!("size:        {} bytes", i.size);
         crate::output::outln!("sha256:      {}", i.sha256);
-        crate::output::outln!("name:        {}", i.info.name);
-        crate::output::outln!("kind:        {} (schema from {})", i.info.kind, i.info.kind.schema_from());
+        if i.tools.len() > 1 {
+            // A component of several functions: one tool each (listed below), and the first
+            // is the one the lines about grants describe.
+            let names: Vec<&str> = i.tools.iter().map(|t| t.name.as_str()).collect();
+            crate::output::outln!("tools:       {} ({})", names.len(), names.join(", "));
+            crate::output::outln!("kind:        function (schema from {})", i.info.kind.schema_from());
+        } else {
+            crate::output::outln!("name:        {}", i.info.name);
+            crate::output::outln!("kind:        {} (schema from {})", i.info.kind, i.info.kind.schema_from());
+        }
         crate::output::outln!("signer:      {signer}");
         crate::output::outln!("read-only:   {}", i.info.read_only);
         crate::output::outln!("subject:     {}", i.info.permission_subject.as_deref().unwrap_or("(none)"));
