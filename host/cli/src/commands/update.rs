@@ -117,8 +117,10 @@ impl UpdateCommand {
             });
             // A policy file published with the new version never changes the config by itself:
             // the operator's grant stays, and a difference is pointed out.
-            let policy_note = match c.published_grant()? {
-                Some(published) if config.tools.get(&name).and_then(|t| t.grant()) != Some(&published) => {
+            let policy_note = match c.published_grant() {
+                // It is not applied anyway: a broken one is said, not a reason to refuse.
+                Err(e) => Some(format!("  its published policy file is not used: {e:#}")),
+                Ok(Some(published)) if config.tools.get(&name).and_then(|t| t.grant()) != Some(&published) => {
                     let asks: Vec<String> =
                         published.capabilities(&workspace).iter().map(ToString::to_string).collect();
                     Some(format!(
