@@ -1,6 +1,7 @@
 //! Three `toolhost mcp --http` replicas behind Debian's HAProxy on loopback, as a team serving
 //! many agents would run them: session affinity on `Mcp-Session-Id` (learnt from the answer to
-//! `initialize`), health checks on `/readyz`. Many client sessions call a tool concurrently while
+//! `initialize`), health checks on `/readyz` (a slow answer on a busy machine is not a failure:
+//! `timeout check 5s`; two failures take a replica out). Many client sessions call a tool concurrently while
 //! one replica is killed and then every replica is restarted in turn (SIGTERM drains). What must
 //! hold: every call is answered exactly once or fails with an explicit error (never silently);
 //! sessions on a surviving replica lose nothing; a session whose replica died gets "session not
@@ -107,11 +108,12 @@ impl Balancer {
         let servers: String = replicas
             .iter()
             .enumerate()
-            .map(|(i, p)| format!("    server r{i} 127.0.0.1:{p} check inter 100ms fall 1 rise 2\n"))
+            .map(|(i, p)| format!("    server r{i} 127.0.0.1:{p} check inter 100ms fall 2 rise 2\n"))
             .collect();
         let config = format!(
             "global\n    maxconn 2000\n\
              defaults\n    mode http\n    timeout connect 2s\n    timeout client 60s\n    timeout server 60s\n\
+             \n    timeout check 5s\n\
              \n    retries 3\n    option redispatch\n    retry-on conn-failure empty-response\n\
              frontend mcp\n    bind 127.0.0.1:{port}\n    default_backend toolhost\n\
              backend toolhost\n    balance roundrobin\n\
