@@ -1183,7 +1183,8 @@ fn metrics_no_auth_opens_metrics_only() {
 #[test]
 fn sigterm_drains_answers_the_running_call_and_exits_cleanly() {
     let fx = Fixture::new();
-    let mut command = fx.command(&["--http", "127.0.0.1:0", "--drain-grace-ms", "2000"]);
+    // A grace period long enough to ask /readyz in it on a busy machine.
+    let mut command = fx.command(&["--http", "127.0.0.1:0", "--drain-grace-ms", "4000"]);
     command.env("TOOLHOST_LOG", "toolhost=debug");
     let mut http = Http::spawn_with(command);
     let session = http.open_session();
@@ -1192,7 +1193,7 @@ fn sigterm_drains_answers_the_running_call_and_exits_cleanly() {
         let (addr, token, session) = (addr.clone(), http.token.clone(), session.clone());
         std::thread::spawn(move || {
             let http = Http::client_of(addr, token);
-            http.call(&session, 7, "Sleep", json!({"ms": 5000}))
+            http.call(&session, 7, "Sleep", json!({"ms": 8000}))
         })
     };
     let deadline = Instant::now() + Duration::from_secs(120);
