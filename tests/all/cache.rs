@@ -11,7 +11,9 @@ use toolhost_tests::{call, guests, workspace};
 /// A runtime over `ws` caching in `cache_dir`, with a fresh engine, like a fresh process: an
 /// engine also remembers what it compiled in memory, which would hide the disk cache.
 fn runtime(ws: &Path, cache_dir: &Path) -> Runtime {
-    let engine = ToolEngine::new(&EngineOptions::default().pooling(false)).expect("engine");
+    // Cranelift at once: these tests look at the cache right after a call (tiering.rs covers
+    // what is cached when).
+    let engine = ToolEngine::new(&EngineOptions::default().pooling(false).tiering(false)).expect("engine");
     Runtime::builder()
         .permission_mode(toolhost::policy::Mode::Bypass)
         .engine(engine)

@@ -265,7 +265,8 @@ async fn compiled_components_are_cached_on_disk() {
     // A fresh engine per runtime, like a fresh process: an engine also remembers what it
     // compiled in memory, which would hide the disk cache.
     let with_cache = || {
-        let engine = toolhost::ToolEngine::new(&toolhost::EngineOptions::default().pooling(false)).unwrap();
+        let engine =
+            toolhost::ToolEngine::new(&toolhost::EngineOptions::default().pooling(false).tiering(false)).unwrap();
         Runtime::builder()
             .permission_mode(toolhost::policy::Mode::Bypass)
             .engine(engine)

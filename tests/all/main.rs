@@ -31,4 +31,5 @@ mod registry_access;
 mod replicas;
 mod sandbox;
 mod schema;
+mod tiering;
 mod trust;

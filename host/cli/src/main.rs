@@ -57,6 +57,8 @@ enum Command {
     Audit(commands::audit::AuditCommand),
     /// Trust the config in use and the files its hooks run, as they are now, for this workspace.
     Trust(commands::trust::TrustCommand),
+    /// Compile every configured tool's optimised code into the compile cache now, not at first call.
+    Compile(commands::compile::CompileCommand),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
             Command::Keygen(c) => c.execute(&cli.global).await,
             Command::Audit(c) => c.execute(&cli.global).await,
             Command::Trust(c) => c.execute(&cli.global).await,
+            Command::Compile(c) => c.execute(&cli.global).await,
         }
     });
     let result = rt.block_on(command).unwrap_or_else(|e| Err(anyhow::anyhow!("toolhost failed: {e}")));

@@ -51,6 +51,11 @@ pub struct GlobalArgs {
     /// (the default when CI=true): see `toolhost update`.
     #[arg(long, global = true)]
     pub locked: bool,
+    /// Compile a tool that has no optimised code ready with Cranelift before its first call,
+    /// instead of answering at once with baseline (Winch) code while Cranelift compiles in the
+    /// background.
+    #[arg(long, global = true, env = "TOOLHOST_NO_TIERING", value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_tiering: bool,
     /// Files of this command the host reads or writes (a session file, an events file): no tool
     /// may write them (see [`toolhost::RuntimeBuilder::protect`]).
     #[arg(skip)]
@@ -134,6 +139,16 @@ pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
     crate::pins::check(args, &config, OnWidening::AskOnTerminal)?;
     let (events, decider) = terminal_events_and_asks(verbose_events, None)?;
     build_and_load(args, config, events, decider, None, false).await
+}
+
+/// [`load`] without the check of pins (`toolhost trust`), for `toolhost compile`, which
+/// calls no tool and runs no hook: it compiles, and runs only `schema` (with no capabilities)
+/// of a tool no earlier load described, as `toolhost inspect` does. A background compile after
+/// `add` must not wait for a trust that only the next call needs.
+pub async fn load_unpinned(args: &GlobalArgs) -> Result<Loaded> {
+    let config = load_config(args)?;
+    let (events, _) = terminal_events_and_asks(false, None)?;
+    build_and_load(args, config, events, None, None, false).await
 }
 
 /// [`load`], also writing every event as a JSON line to `events_file` (start, progress and
@@ -228,7 +243,8 @@ async fn build_and_load(
         // `env = ["*"]` must not be able to call the server (and its other tools) as a client.
         .env(std::env::vars().filter(|(k, _)| k != crate::commands::mcp::TOKEN_ENV))
         .events(events)
-        .pooling(pooling);
+        .pooling(pooling)
+        .tiering(!args.no_tiering);
     if let Some(mode) = args.permission_mode {
         builder = builder.permission_mode(mode);
     }
@@ -546,5 +562,61 @@ impl Display {
                 }
             }
         }
+    }
+}
+
+/// Start `toolhost compile` for the same config, workspace and tool directories, detached (its
+/// own process group, no terminal, lower priority), and return at once: the optimised code of
+/// tools that answered with baseline code (or were just installed) then lands in the compile
+/// cache for the next process, after this one has exited. Best effort: a failure is logged.
+pub fn compile_in_background(args: &GlobalArgs) {
+    use std::os::unix::process::CommandExt;
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            tracing::debug!("cannot compile in the background: {e}");
+            return;
+        }
+    };
+    let mut command = std::process::Command::new(exe);
+    command.args(["compile", "--low-priority"]);
+    if let Some(config) = &args.config {
+        command.arg("--config").arg(absolute(config).unwrap_or_else(|_| config.clone()));
+    }
+    if let Ok(workspace) = workspace(args) {
+        command.arg("--workspace").arg(workspace);
+    }
+    for dir in &args.tools {
+        command.arg("--tools").arg(absolute(dir).unwrap_or_else(|_| dir.clone()));
+    }
+    if args.no_default_tools {
+        command.arg("--no-default-tools");
+    }
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    match command.spawn() {
+        Ok(child) => tracing::debug!("compiling optimised code in the background (process {})", child.id()),
+        Err(e) => tracing::debug!("cannot compile in the background: {e}"),
+    }
+}
+
+/// Lower the scheduling priority of this whole process (every thread of its process group,
+/// which `compile_in_background` makes its own), so a background compile yields the CPU.
+pub fn lower_priority() {
+    let now = rustix::process::getpriority_pgrp(None).unwrap_or(0);
+    if let Err(e) = rustix::process::setpriority_pgrp(None, (now + 10).min(19)) {
+        tracing::debug!("cannot lower this process's priority: {e}");
+    }
+}
+
+/// After a command that made calls: when some tool ran baseline code and its optimised code is
+/// still being compiled (which this process's exit would stop), hand the work to a background
+/// `toolhost compile`.
+pub fn hand_off_optimizing(args: &GlobalArgs, runtime: &Runtime) {
+    if !runtime.engine().optimizing().is_empty() {
+        compile_in_background(args);
     }
 }

@@ -11,7 +11,7 @@
 //! asked for, since metering slows every guest down.
 #![deny(missing_docs)]
 
-use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
 /// Frames kept in a trap's backtrace: enough to see unbounded recursion in a trap's call
 /// stack (the runtime tells a shadow-stack overflow from other out-of-bounds accesses that
@@ -33,11 +33,15 @@ pub struct EngineOptions {
     pub max_memory_mib: u64,
     /// Instances that may be alive at once (pool size).
     pub max_instances: u32,
+    /// Tiered compilation: a component with no optimised code ready is first compiled by the
+    /// baseline compiler (Winch: a few times faster to compile, slower to run) and answers at
+    /// once, while Cranelift compiles it in the background (see [`baseline_config`]).
+    pub tiering: bool,
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        EngineOptions { pooling: true, fuel: false, max_memory_mib: 4096, max_instances: 256 }
+        EngineOptions { pooling: true, fuel: false, max_memory_mib: 4096, max_instances: 256, tiering: true }
     }
 }
 
@@ -65,18 +69,21 @@ impl EngineOptions {
         self.max_instances = n;
         self
     }
+
+    /// Whether to compile first with the baseline compiler (see [`EngineOptions::tiering`]).
+    pub fn tiering(mut self, tiering: bool) -> Self {
+        self.tiering = tiering;
+        self
+    }
 }
 
 /// The configuration for `options`, with the pooling allocator when `pooling` (callers fall
 /// back to `false` when the pool cannot be reserved; code compiled under either loads under
 /// the other, since allocation is not part of what compiled code depends on).
 pub fn config(options: &EngineOptions, pooling: bool) -> Config {
-    let mut c = Config::new();
-    c.wasm_component_model(true);
-    c.epoch_interruption(true);
-    c.consume_fuel(options.fuel);
+    let mut c = common(options);
+    c.strategy(Strategy::Cranelift);
     c.cranelift_opt_level(wasmtime::OptLevel::Speed);
-    c.wasm_backtrace_max_frames(std::num::NonZeroUsize::new(BACKTRACE_FRAMES));
     if pooling {
         let n = options.max_instances;
         let mut p = PoolingAllocationConfig::new();
@@ -105,5 +112,27 @@ pub fn config(options: &EngineOptions, pooling: bool) -> Config {
             .pagemap_scan(wasmtime::Enabled::Auto);
         c.allocation_strategy(InstanceAllocationStrategy::Pooling(p));
     }
+    c
+}
+
+/// The configuration of the baseline tier: the same guest-visible semantics as [`config`]
+/// (component model, epoch interruption, fuel when asked, the same backtraces) compiled by
+/// Winch, wasmtime's single-pass compiler. Its code only bridges the seconds until Cranelift's
+/// is ready, so it is never cached, and its engine allocates on demand instead of reserving a
+/// second pool. Winch refuses some proposals (tail calls, exceptions, GC, relaxed SIMD): a
+/// component using them is compiled by Cranelift directly.
+pub fn baseline_config(options: &EngineOptions) -> Config {
+    let mut c = common(options);
+    c.strategy(Strategy::Winch);
+    c
+}
+
+/// What both tiers share.
+fn common(options: &EngineOptions) -> Config {
+    let mut c = Config::new();
+    c.wasm_component_model(true);
+    c.epoch_interruption(true);
+    c.consume_fuel(options.fuel);
+    c.wasm_backtrace_max_frames(std::num::NonZeroUsize::new(BACKTRACE_FRAMES));
     c
 }

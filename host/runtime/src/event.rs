@@ -95,6 +95,9 @@ pub enum Event {
         /// Every `host:port` (or address) the call was allowed to reach or refused (marked
         /// `(refused)`), each once, sorted.
         hosts: Vec<String>,
+        /// The tier of the code the tool ran (`baseline` while its optimised code is being
+        /// compiled); `None` when no code of it ran.
+        tier: Option<crate::Tier>,
     },
 }
 

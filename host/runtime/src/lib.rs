@@ -56,6 +56,7 @@ pub use loading::cache::private_dir;
 pub use loading::engine::{EngineOptions, ToolEngine};
 pub use loading::loader::{Inspection, ToolInfo, inspect};
 pub use loading::source::{DeclarationCheck, Origin, ToolSource};
+pub use loading::tiering::{CodeState, OptimizeHold, Tier};
 pub use registry::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
 #[doc(hidden)]
 pub use sandbox::fsguard::use_procfs_paths;

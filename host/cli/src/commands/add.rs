@@ -151,6 +151,8 @@ impl AddCommand {
         lock.tools.insert(name.clone(), c.entry);
         lock.write(&lock_path)?;
         crate::output::outln!("Added [tools.{name}] to {} and {}", config_file.display(), lock_path.display());
+        // Its optimised code, ready in the cache by the time it is first called, often.
+        setup::compile_in_background(global);
         Ok(0)
     }
 }

@@ -75,6 +75,7 @@ impl CallCommand {
                 }
             }
         }
+        setup::hand_off_optimizing(&global, &loaded.runtime);
         Ok(if result.is_error { crate::EXIT_TOOL_ERROR } else { 0 })
     }
 }

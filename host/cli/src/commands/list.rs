@@ -119,6 +119,7 @@ impl ListCommand {
                         "signer": signer(&t.info.name),
                         "sha256": t.sha256,
                         "size": t.size,
+                        "code": rt.code_state(&t.info.name),
                         "limits": t.limits,
                         "warnings": t.warnings,
                     })

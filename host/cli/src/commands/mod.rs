@@ -4,6 +4,7 @@ pub mod add;
 pub mod agent;
 pub mod audit;
 pub mod call;
+pub mod compile;
 pub mod config;
 pub mod inspect;
 pub mod keygen;

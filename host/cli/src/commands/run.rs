@@ -76,6 +76,7 @@ impl RunCommand {
         if !jsonl {
             outln!("{}", serde_json::to_string(&json!({"role": "user", "content": results}))?);
         }
+        setup::hand_off_optimizing(&global, &runtime);
         Ok(if cancel.is_cancelled() {
             crate::EXIT_INTERRUPTED
         } else if problems.load(Ordering::SeqCst) == 0 {

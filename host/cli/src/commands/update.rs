@@ -58,6 +58,7 @@ impl UpdateCommand {
         }
         let mut drift = Vec::new();
         let mut refused = Vec::new();
+        let mut updated = false;
         for (name, source, version) in tools {
             let wanted = version.as_ref().map(ToString::to_string);
             let old = lock.tools.get(&name).filter(|e| e.source == source.to_string() && e.version == wanted).cloned();
@@ -210,6 +211,11 @@ impl UpdateCommand {
             lock.tools.insert(name.clone(), c.entry);
             lock.write(&lock_path)?;
             crate::output::outln!("{name}: updated");
+            updated = true;
+        }
+        if updated {
+            // Its optimised code, ready in the cache by the time it is first called, often.
+            setup::compile_in_background(global);
         }
         for line in drift.iter().chain(&refused) {
             eprintln!("error: {line}");

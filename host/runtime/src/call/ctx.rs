@@ -34,6 +34,8 @@ pub(crate) struct CallCtx<'a> {
     /// The hosts the call tried to reach (see [`crate::sandbox::net::HostLog`], reported in
     /// [`Event::Finish`]).
     pub hosts: crate::sandbox::net::HostLog,
+    /// The tier of the code the call's last export ran (reported in [`Event::Finish`]).
+    pub tier: std::sync::Mutex<Option<crate::Tier>>,
 }
 
 impl<'a> CallCtx<'a> {
@@ -44,7 +46,15 @@ impl<'a> CallCtx<'a> {
         access: Access,
         options: &'a CallOptions,
     ) -> Self {
-        CallCtx { tool, tool_use, view, access, options, hosts: crate::sandbox::net::HostLog::default() }
+        CallCtx {
+            tool,
+            tool_use,
+            view,
+            access,
+            options,
+            hosts: crate::sandbox::net::HostLog::default(),
+            tier: std::sync::Mutex::new(None),
+        }
     }
 
     pub(crate) fn id(&self) -> &str {

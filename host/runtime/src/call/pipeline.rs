@@ -64,7 +64,7 @@ impl Runtime {
     /// [`Event::Finish`] every call has, so the audit log has its line.
     pub fn interrupted(&self, tool_use: &ToolUse) -> ToolResult {
         let result = Refusal::interrupted().into_result(&tool_use.id);
-        self.finished(tool_use, &result, Duration::ZERO, Vec::new());
+        self.finished(tool_use, &result, Duration::ZERO, Vec::new(), None);
         result
     }
 
@@ -111,10 +111,12 @@ impl Runtime {
         options: &CallOptions,
     ) -> (ToolResult, Updates) {
         let started = Instant::now();
-        let (result, updates, hosts) = match self.tools.get(&tool_use.name) {
-            None => (Refusal::unknown_tool(&tool_use.name).into_result(&tool_use.id), Updates::default(), Vec::new()),
+        let (result, updates, hosts, tier) = match self.tools.get(&tool_use.name) {
+            None => {
+                (Refusal::unknown_tool(&tool_use.name).into_result(&tool_use.id), Updates::default(), Vec::new(), None)
+            }
             Some(_) if options.cancel.is_cancelled() => {
-                (Refusal::interrupted().into_result(&tool_use.id), Updates::default(), Vec::new())
+                (Refusal::interrupted().into_result(&tool_use.id), Updates::default(), Vec::new(), None)
             }
             Some(tool) => {
                 // A check made against another runtime's tool of that name counts for nothing.
@@ -122,15 +124,23 @@ impl Runtime {
                 let cx = CallCtx::new(tool, tool_use, context, access, options);
                 let (result, updates) = self.run_tool(&cx, schema).await;
                 let hosts = cx.hosts.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
-                (result, updates, hosts)
+                let tier = *cx.tier.lock().unwrap_or_else(|e| e.into_inner());
+                (result, updates, hosts, tier)
             }
         };
-        self.finished(tool_use, &result, started.elapsed(), hosts);
+        self.finished(tool_use, &result, started.elapsed(), hosts, tier);
         (result, updates)
     }
 
     /// Tell the event sinks (and so the audit log) that a call finished.
-    fn finished(&self, tool_use: &ToolUse, result: &ToolResult, duration: Duration, hosts: Vec<String>) {
+    fn finished(
+        &self,
+        tool_use: &ToolUse,
+        result: &ToolResult,
+        duration: Duration,
+        hosts: Vec<String>,
+        tier: Option<crate::Tier>,
+    ) {
         self.emit(|| Event::Finish {
             id: tool_use.id.clone(),
             tool: tool_use.name.clone(),
@@ -149,6 +159,7 @@ impl Runtime {
                 })
                 .sum(),
             hosts,
+            tier,
         });
     }
 

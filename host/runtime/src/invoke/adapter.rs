@@ -28,6 +28,7 @@ impl Runtime {
                 format!("the code of tool {} cannot be made ready: {m}", tool.info.name),
             )
         })?;
+        *cx.tier.lock().unwrap_or_else(|e| e.into_inner()) = Some(compiled.tier);
         let fs = match access {
             Access::Nothing => FsCall::default(),
             Access::Granted | Access::ReadOnly => {

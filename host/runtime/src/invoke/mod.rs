@@ -237,7 +237,9 @@ impl PurePool {
 
 pub(crate) async fn invoke<E: Export>(mut cx: InvokeCtx<'_>, export: E) -> Result<E::Output, Failure> {
     let pool = if E::POOLED && cx.grant.is_none() { cx.pool } else { None };
-    let mut instance = match pool.and_then(PurePool::take) {
+    // An idle instance of the baseline tier's code is dropped once the optimised code is in use.
+    let idle = pool.and_then(PurePool::take).filter(|i| wasmtime::Engine::same(i.store.engine(), cx.pre.engine()));
+    let mut instance = match idle {
         Some(instance) => instance,
         None => new_instance(&mut cx, export.command())?,
     };
@@ -268,7 +270,7 @@ fn new_instance(cx: &mut InvokeCtx<'_>, command: Option<&CommandInput>) -> Resul
     };
     let state = HostState::new(wasi, net, cx.tls.clone(), cx.call_env.clone(), max_memory, (stdout, stderr), fs)
         .with_config(granted_env(cx.grant, cx.env_vars));
-    let mut store = Store::new(&cx.engine.engine, state);
+    let mut store = Store::new(cx.pre.engine(), state);
     store.limiter(|s| &mut s.limiter);
     Ok(Instance { store, instance: None })
 }

@@ -216,6 +216,27 @@ impl Cache {
         self.write_entry(name, component.serialize().map_err(|e| std::io::Error::other(e.to_string()))?)
     }
 
+    /// Whether there is an entry for the component with this sha256 made by an engine like
+    /// `engine` (not checked: reading it checks it).
+    pub(crate) fn has_entry(&self, engine: &Engine, sha: &str) -> bool {
+        self.dir.join(entry_name(engine, sha)).symlink_metadata().is_ok_and(|m| m.is_file())
+    }
+
+    /// An exclusive lock on entry `name` (a `.lock` file beside it, held until the file is
+    /// dropped), so that processes wanting the same entry compile it once: the second waits,
+    /// then finds the entry. `None` when the lock cannot be taken (then everyone compiles).
+    fn lock_entry(&self, name: &str) -> Option<File> {
+        let path = self.dir.join(format!("{name}.lock"));
+        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let file = rustix::fs::open(&path, flags, Mode::from_raw_mode(0o600))
+            .inspect_err(|e| tracing::debug!("cannot open {}: {e}", path.display()))
+            .ok()?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+            .inspect_err(|e| tracing::debug!("cannot lock {}: {e}", path.display()))
+            .ok()?;
+        Some(File::from(file))
+    }
+
     /// Write `bytes` as entry `name`, tagged (see [`Cache::store`]).
     fn write_entry(&self, name: &str, mut bytes: Vec<u8>) -> std::io::Result<()> {
         let tag = self.mac(name, &bytes).finalize().into_bytes();
@@ -227,23 +248,42 @@ impl Cache {
     }
 }
 
-/// Compile `bytes`, through the cache when there is one. Cache trouble is never fatal: a
-/// missing or unreadable entry means compiling; an entry that fails its check is reported with
-/// one warning, never run, and replaced by a fresh compilation; an entry that cannot be written
-/// (a full disk) is only logged.
-pub(crate) fn compile(engine: &Engine, bytes: &[u8], sha: &str, cache: Option<&Cache>) -> wasmtime::Result<Component> {
+/// Compile `bytes` and write the entry to the cache when there is one (failure only logged:
+/// a cache is an optimisation; an entry that failed its check is replaced this way).
+/// One process at a time per entry: under the entry's lock, a process that waited for another
+/// reads what that one wrote instead of compiling again.
+pub(crate) fn compile_fresh(
+    engine: &Engine,
+    bytes: &[u8],
+    sha: &str,
+    cache: Option<&Cache>,
+) -> wasmtime::Result<Component> {
     let Some(cache) = cache else { return Component::new(engine, bytes) };
     let name = entry_name(engine, sha);
-    match cache.load(engine, &name) {
-        Ok(Some(component)) => return Ok(component),
-        Ok(None) => {}
-        Err(why) => tracing::warn!("compile cache: {why}; compiling the component again and rewriting the entry"),
+    let lock = cache.lock_entry(&name);
+    if lock.is_some()
+        && let Ok(Some(component)) = cache.load(engine, &name)
+    {
+        return Ok(component);
     }
     let component = Component::new(engine, bytes)?;
     if let Err(e) = cache.store(&component, &name) {
         tracing::debug!("cannot write cache entry {}: {e}", cache.dir.join(&name).display());
     }
+    drop(lock);
     Ok(component)
+}
+
+/// The component with this sha256 from the cache, when it holds a valid entry made by an
+/// engine like `engine` (one that fails its check is reported with one warning and not used).
+pub(crate) fn cached(engine: &Engine, sha: &str, cache: Option<&Cache>) -> Option<Component> {
+    match cache?.load(engine, &entry_name(engine, sha)) {
+        Ok(found) => found,
+        Err(why) => {
+            tracing::warn!("compile cache: {why}; compiling the component again and rewriting the entry");
+            None
+        }
+    }
 }
 
 #[allow(unsafe_code, reason = "loading precompiled native code is unsafe by nature")]
@@ -420,6 +460,14 @@ fn private_temp_file(dir: &Path, prefix: &str) -> std::io::Result<tempfile::Name
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What loading does without tiering: the entry if it is valid, else compile and write it.
+    fn compile(engine: &Engine, bytes: &[u8], sha: &str, cache: Option<&Cache>) -> wasmtime::Result<Component> {
+        match cached(engine, sha, cache) {
+            Some(component) => Ok(component),
+            None => compile_fresh(engine, bytes, sha, cache),
+        }
+    }
 
     /// The smallest component: the binary header alone (no wat parser in this build).
     const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\x00\x01\x00";

@@ -6,6 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::invoke::bindings::{HostImports, TypesHost};
+use crate::loading::tiering::Tiers;
 use crate::sandbox::state::HostState;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -35,6 +36,8 @@ pub struct ToolEngine {
     /// What loading learned about each component, by sha256 (its schema, or why it failed):
     /// a reload never runs a load-time export again.
     pub(crate) records: Arc<Mutex<HashMap<String, crate::loading::record::LoadRecord>>>,
+    /// The baseline tier and the background compiler (see `tiering.rs`).
+    pub(crate) tiers: Arc<Tiers>,
 }
 
 impl std::fmt::Debug for ToolEngine {
@@ -71,6 +74,7 @@ impl ToolEngine {
             pooled,
             compiled: Arc::default(),
             records: Arc::default(),
+            tiers: Arc::new(Tiers::new(options)),
         })
     }
 
@@ -78,9 +82,31 @@ impl ToolEngine {
     pub fn is_pooled(&self) -> bool {
         self.pooled
     }
+
+    /// Whether tiered compilation is on (see [`EngineOptions::tiering`]).
+    pub fn is_tiered(&self) -> bool {
+        self.tiers.enabled()
+    }
+
+    /// The sha256 of every component whose optimised code is being compiled in the background
+    /// (its calls meanwhile run the baseline compiler's code).
+    pub fn optimizing(&self) -> Vec<String> {
+        self.tiers.pending().into_iter().collect()
+    }
+
+    /// Keep calls on the baseline tier's code: no background compilation starts until the
+    /// guard is dropped. For benchmarks and tests of that tier.
+    pub fn hold_optimizations(&self) -> crate::loading::tiering::OptimizeHold {
+        self.tiers.hold()
+    }
+
+    /// Wait until no optimised compilation is queued or running.
+    pub async fn optimized(&self) {
+        self.tiers.settled().await;
+    }
 }
 
-fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
+pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     // All of WASI 0.2 is linked for every tool; what a call can reach is decided by the
     // WasiCtx built from its grant (no preopens, env or sockets unless granted).
@@ -98,7 +124,7 @@ fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     Ok(linker)
 }
 
-fn start_ticker(engine: &Engine) {
+pub(crate) fn start_ticker(engine: &Engine) {
     let weak = engine.weak();
     let spawned = std::thread::Builder::new().name("toolhost-epoch".into()).spawn(move || {
         loop {

@@ -11,6 +11,7 @@ use crate::loading::cache::{self, Cache};
 use crate::loading::engine::ToolEngine;
 use crate::loading::record::{LoadRecord, RawSchema};
 use crate::loading::source::ToolSource;
+use crate::loading::tiering::{CodeState, Tier};
 use crate::sandbox::state::{CallEnv, HostState};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -45,6 +46,8 @@ pub struct ToolInfo {
 pub(crate) struct Compiled {
     pub component: Component,
     pub pre: Pre,
+    /// Which compiler made it.
+    pub tier: Tier,
 }
 
 /// A linked component, ready to instantiate as what it is.
@@ -62,13 +65,9 @@ impl Pre {
     /// toolhost tool (one of another version is refused, not taken for plain functions),
     /// then `wasi:cli/run` a command program, then any exported function a function
     /// component.
-    fn new(
-        engine: &ToolEngine,
-        component: &Component,
-        pre: InstancePre<HostState>,
-    ) -> std::result::Result<Pre, LoadError> {
+    fn new(component: &Component, pre: InstancePre<HostState>) -> std::result::Result<Pre, LoadError> {
         let ty = component.component_type();
-        let names: Vec<String> = ty.exports(&engine.engine).map(|(name, _)| name.to_string()).collect();
+        let names: Vec<String> = ty.exports(component.engine()).map(|(name, _)| name.to_string()).collect();
         let exports = |prefix: &str| names.iter().any(|n| n.starts_with(prefix));
         if exports("toolhost:tool/tool@") {
             return PluginPre::new(pre)
@@ -80,10 +79,20 @@ impl Pre {
                 .map(Pre::Command)
                 .map_err(|e| LoadError::NotATool { interface: "wasi:cli/run@0.2", detail: WasmtimeError::new(e) });
         }
-        if kinds::functions::exported(&engine.engine, component).is_empty() {
+        if kinds::functions::exported(component.engine(), component).is_empty() {
             return Err(LoadError::NothingToCall { exports: names });
         }
         Ok(Pre::Functions(pre))
+    }
+
+    /// The engine its code was compiled by (the baseline tier's or the main one): its stores
+    /// must be made by that engine.
+    pub(crate) fn engine(&self) -> &wasmtime::Engine {
+        match self {
+            Pre::Toolhost(pre) => pre.engine(),
+            Pre::Functions(pre) => pre.engine(),
+            Pre::Command(pre) => pre.engine(),
+        }
     }
 }
 
@@ -96,7 +105,11 @@ pub(crate) struct Code {
     sha256: String,
     /// What to make it from; dropped once made, so the bytes are not kept twice.
     pending: std::sync::Mutex<Option<(ToolSource, Option<Cache>)>>,
-    ready: tokio::sync::OnceCell<std::result::Result<Arc<Compiled>, LoadError>>,
+    /// Made once (calls waiting for the code wait for one compilation), or why it cannot be.
+    ready: tokio::sync::OnceCell<std::result::Result<(), LoadError>>,
+    /// The code calls run: set when made, replaced once when the optimised code supersedes the
+    /// baseline tier's (whose memory is then freed when its last call ends).
+    current: std::sync::Mutex<Option<Arc<Compiled>>>,
 }
 
 impl Code {
@@ -106,6 +119,17 @@ impl Code {
             sha256,
             pending: std::sync::Mutex::new(Some((source.clone(), cache.cloned()))),
             ready: tokio::sync::OnceCell::new(),
+            current: std::sync::Mutex::default(),
+        }
+    }
+
+    /// Code already made (for `inspect`).
+    fn made(sha256: String, compiled: Compiled) -> Self {
+        Code {
+            sha256,
+            pending: std::sync::Mutex::default(),
+            ready: tokio::sync::OnceCell::new_with(Some(Ok(()))),
+            current: std::sync::Mutex::new(Some(Arc::new(compiled))),
         }
     }
 
@@ -114,12 +138,75 @@ impl Code {
         &self.sha256
     }
 
-    /// The compiled, linked component, made now if this is the first time it is needed.
+    fn current(&self) -> Option<Arc<Compiled>> {
+        self.current.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The tier of the code calls run now; `None` before it is made ready (or when it cannot be).
+    pub(crate) fn tier(&self) -> Option<Tier> {
+        self.current().map(|c| c.tier)
+    }
+
+    /// Where its code stands (see [`CodeState`]), without making it ready.
+    pub(crate) fn state(&self, engine: &ToolEngine, cache: Option<&Cache>) -> CodeState {
+        match self.tier() {
+            Some(Tier::Baseline) => return CodeState::Baseline,
+            Some(Tier::Optimized) => return CodeState::Optimized,
+            None => {}
+        }
+        if engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&self.sha256) {
+            return CodeState::Optimized;
+        }
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let embedded = pending.as_ref().and_then(|(source, _)| source.precompiled);
+        if embedded.is_some_and(|(sha, _)| sha.eq_ignore_ascii_case(&self.sha256)) {
+            return CodeState::Embedded;
+        }
+        if cache.is_some_and(|c| c.has_entry(&engine.engine, &self.sha256)) {
+            return CodeState::Cached;
+        }
+        CodeState::NotCompiled
+    }
+
+    /// The compiled, linked component, made now if this is the first time it is needed: the
+    /// optimised code as soon as there is some, else the baseline tier's.
     ///
     /// # Errors
     ///
     /// Why it cannot be made, the same every time.
     pub(crate) async fn get(&self, engine: &ToolEngine) -> std::result::Result<Arc<Compiled>, LoadError> {
+        let current = match self.current() {
+            Some(current) => current,
+            None => {
+                self.make(engine).await?;
+                // Set by `make` before it returns Ok.
+                self.current()
+                    .ok_or_else(|| LoadError::Compile(WasmtimeError::new(wasmtime::format_err!("its code is gone"))))?
+            }
+        };
+        if current.tier == Tier::Optimized {
+            return Ok(current);
+        }
+        // The baseline tier's code: has the background compilation finished?
+        let done = engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(&self.sha256).cloned();
+        let Some(component) = done else { return Ok(current) };
+        match link(&engine.linker, component, Tier::Optimized) {
+            Ok(optimized) => {
+                let optimized = Arc::new(optimized);
+                *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(optimized.clone());
+                engine.tiers.baseline_compiled.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.sha256);
+                Ok(optimized)
+            }
+            Err(e) => {
+                // Not reached: the same component linked under the baseline engine.
+                tracing::warn!("cannot link the optimised code of {}: {e}; keeping the baseline code", self.sha256);
+                Ok(current)
+            }
+        }
+    }
+
+    /// Make the code (of either tier) the first time, once.
+    async fn make(&self, engine: &ToolEngine) -> std::result::Result<(), LoadError> {
         self.ready
             .get_or_init(|| async {
                 // Cloned, not taken: a call cancelled while this runs leaves it for the next.
@@ -128,13 +215,14 @@ impl Code {
                     // Not reached: set once made.
                     return Err(LoadError::Compile(WasmtimeError::new(wasmtime::format_err!("its code is gone"))));
                 };
-                let made =
-                    compile(engine, &source, &self.sha256, cache.as_ref()).await.map(Arc::new).map_err(|e| match e {
-                        Error::Load { cause, .. } => cause,
-                        other => LoadError::Source(Arc::new(other)),
-                    });
+                let made = compile(engine, &source, &self.sha256, cache.as_ref()).await.map_err(|e| match e {
+                    Error::Load { cause, .. } => cause,
+                    other => LoadError::Source(Arc::new(other)),
+                });
                 *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                made
+                let made = made?;
+                *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(made));
+                Ok(())
             })
             .await
             .clone()
@@ -173,31 +261,87 @@ pub(crate) fn check_bytes(source: &ToolSource, pin: Option<&str>) -> Result<Stri
 }
 
 /// Compile (through `cache`, when there is one) and link `source`, whose bytes passed
-/// [`check_bytes`] with this `sha256`.
+/// [`check_bytes`] with this `sha256`: optimised code when there is some (this engine's memory,
+/// the binary, the cache), else the baseline tier's while Cranelift compiles in the background
+/// (see `tiering.rs`), else Cranelift's, compiled now.
 async fn compile(engine: &ToolEngine, source: &ToolSource, sha256: &str, cache: Option<&Cache>) -> Result<Compiled> {
-    let bytes = &source.bytes;
     let known = engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(sha256).cloned();
-    let component = match known.or_else(|| precompiled(engine, source, sha256)) {
+    if let Some(component) = known.or_else(|| precompiled(engine, source, sha256)) {
+        return link(&engine.linker, component, Tier::Optimized).map_err(|e| source.err(e));
+    }
+    let (eng, s, c) = (engine.engine.clone(), sha256.to_string(), cache.cloned());
+    // Reading and checking an entry of megabytes: off the executor too.
+    if let Some(component) = blocking(source, move || Ok(cache::cached(&eng, &s, c.as_ref()))).await? {
+        engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(sha256.to_string(), component.clone());
+        return link(&engine.linker, component, Tier::Optimized).map_err(|e| source.err(e));
+    }
+    if let Some(compiled) = baseline(engine, source, sha256, cache).await {
+        return Ok(compiled);
+    }
+    // Compiling takes from milliseconds to seconds (interpreters); keep it off the executor.
+    let (eng, b, s, c) = (engine.engine.clone(), source.bytes.clone(), sha256.to_string(), cache.cloned());
+    let component = blocking(source, move || cache::compile_fresh(&eng, &b, &s, c.as_ref())).await?;
+    engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(sha256.to_string(), component.clone());
+    link(&engine.linker, component, Tier::Optimized).map_err(|e| source.err(e))
+}
+
+/// The baseline tier's code for `source`, with its optimised compilation queued; `None` when
+/// tiering is off, or Winch cannot compile it (a proposal it lacks; said at debug level).
+async fn baseline(engine: &ToolEngine, source: &ToolSource, sha256: &str, cache: Option<&Cache>) -> Option<Compiled> {
+    let tiers = &engine.tiers;
+    let base = tiers.baseline()?;
+    let known = tiers.baseline_compiled.lock().unwrap_or_else(|e| e.into_inner()).get(sha256).cloned();
+    let component = match known {
         Some(component) => component,
         None => {
-            // Compiling takes from milliseconds to seconds (interpreters); keep it off the executor.
-            let (eng, b, s, cache) = (engine.engine.clone(), bytes.clone(), sha256.to_string(), cache.cloned());
-            let component = tokio::task::spawn_blocking(move || cache::compile(&eng, &b, &s, cache.as_ref()))
-                .await
-                .map_err(|e| {
-                    source.err(LoadError::Compile(WasmtimeError::new(wasmtime::format_err!(
-                        "compilation task failed: {e}"
-                    ))))
-                })?
-                .map_err(|e| source.err(LoadError::Compile(WasmtimeError::new(e))))?;
-            engine.compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(sha256.to_string(), component.clone());
-            component
+            let (eng, b) = (base.engine.clone(), source.bytes.clone());
+            match blocking(source, move || wasmtime::component::Component::new(&eng, &b)).await {
+                Ok(component) => component,
+                Err(e) => {
+                    tracing::debug!(
+                        "{}: the baseline compiler cannot compile it ({}); compiling with Cranelift",
+                        source.origin,
+                        crate::error_text(&e)
+                    );
+                    return None;
+                }
+            }
         }
     };
-    let instance_pre =
-        engine.linker.instantiate_pre(&component).map_err(|e| source.err(LoadError::Link(WasmtimeError::new(e))))?;
-    let pre = Pre::new(engine, &component, instance_pre).map_err(|e| source.err(e))?;
-    Ok(Compiled { component, pre })
+    let compiled = match link(&base.linker, component.clone(), Tier::Baseline) {
+        Ok(compiled) => compiled,
+        Err(e) => {
+            tracing::debug!("{}: cannot link the baseline code ({e}); compiling with Cranelift", source.origin);
+            return None;
+        }
+    };
+    tiers.baseline_compiled.lock().unwrap_or_else(|e| e.into_inner()).insert(sha256.to_string(), component);
+    tiers.optimize(sha256, source.bytes.clone(), cache.cloned(), &engine.engine, &engine.compiled);
+    Some(compiled)
+}
+
+/// Run `f` on a blocking thread; its error is a compile error of `source`.
+async fn blocking<T: Send + 'static>(
+    source: &ToolSource,
+    f: impl FnOnce() -> wasmtime::Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| {
+            source.err(LoadError::Compile(WasmtimeError::new(wasmtime::format_err!("compilation task failed: {e}"))))
+        })?
+        .map_err(|e| source.err(LoadError::Compile(WasmtimeError::new(e))))
+}
+
+/// Link `component` with `linker` (of the engine that compiled it) as the kind it is.
+fn link(
+    linker: &wasmtime::component::Linker<HostState>,
+    component: Component,
+    tier: Tier,
+) -> std::result::Result<Compiled, LoadError> {
+    let instance_pre = linker.instantiate_pre(&component).map_err(|e| LoadError::Link(WasmtimeError::new(e)))?;
+    let pre = Pre::new(&component, instance_pre)?;
+    Ok(Compiled { component, pre, tier })
 }
 
 /// The component from `source`'s ahead-of-time code, when it was made from these bytes and
@@ -266,7 +410,8 @@ pub(crate) async fn describe(
             let compiled = code.get(engine).await.map_err(|c| source.err(c))?;
             match &compiled.pre {
                 Pre::Functions(_) => {
-                    let functions = kinds::functions::describe(&engine.engine, &compiled.component, &source.bytes);
+                    let functions =
+                        kinds::functions::describe(compiled.component.engine(), &compiled.component, &source.bytes);
                     if functions.len() > kinds::functions::MAX_FUNCTIONS {
                         return Err(source.err(LoadError::TooManyFunctions {
                             count: functions.len(),
@@ -408,11 +553,7 @@ pub async fn inspect(engine: &ToolEngine, source: &ToolSource, cache_dir: Option
     let cache = cache_dir.and_then(Cache::open_or_warn);
     let sha256 = check_bytes(source, source.expected_sha256.as_deref())?;
     let compiled = compile(engine, source, &sha256, cache.as_ref()).await?;
-    let code = Code {
-        sha256,
-        pending: Default::default(),
-        ready: tokio::sync::OnceCell::new_with(Some(Ok(Arc::new(compiled)))),
-    };
+    let code = Code::made(sha256, compiled);
     let mut tools = Vec::new();
     let mut refused = Vec::new();
     for described in describe(engine, &code, source, &Limits::default(), cache.as_ref()).await? {
@@ -430,7 +571,7 @@ pub async fn inspect(engine: &ToolEngine, source: &ToolSource, cache_dir: Option
     };
     let compiled = code.get(engine).await.map_err(|c| source.err(c))?;
     let ty = compiled.component.component_type();
-    let imports = ty.imports(&engine.engine).map(|(name, _)| name.to_string()).collect();
-    let exports = ty.exports(&engine.engine).map(|(name, _)| name.to_string()).collect();
+    let imports = ty.imports(compiled.component.engine()).map(|(name, _)| name.to_string()).collect();
+    let exports = ty.exports(compiled.component.engine()).map(|(name, _)| name.to_string()).collect();
     Ok(Inspection { info, tools, refused, imports, exports, size: source.bytes.len(), sha256: code.sha256 })
 }

@@ -7,3 +7,4 @@ pub(crate) mod engine;
 pub(crate) mod loader;
 pub(crate) mod record;
 pub(crate) mod source;
+pub(crate) mod tiering;

@@ -37,6 +37,8 @@ pub struct RuntimeBuilder {
     protected: Vec<(PathBuf, String)>,
     /// `Some(false)`: the engine `build` makes allocates instances on demand.
     pooling: Option<bool>,
+    /// `Some(false)`: the engine `build` makes compiles with Cranelift only.
+    tiering: Option<bool>,
     scheduler: Option<Arc<Scheduler>>,
 }
 
@@ -76,6 +78,12 @@ impl RuntimeBuilder {
     /// without it.
     pub fn pooling(mut self, pooling: bool) -> Self {
         self.pooling = Some(pooling);
+        self
+    }
+    /// Whether the engine `build` makes (when none is given) compiles tools tiered (default:
+    /// yes; see [`EngineOptions::tiering`]).
+    pub fn tiering(mut self, tiering: bool) -> Self {
+        self.tiering = Some(tiering);
         self
     }
     /// The workspace directory (must exist).
@@ -183,7 +191,8 @@ impl RuntimeBuilder {
                 let fuel = self.config.global_limits().fuel.is_some()
                     || self.config.tools.keys().any(|t| self.config.limits_for(t).fuel.is_some());
                 let pooling = self.pooling.unwrap_or(true);
-                ToolEngine::new(&EngineOptions::default().fuel(fuel).pooling(pooling))?
+                let tiering = self.tiering.unwrap_or(true);
+                ToolEngine::new(&EngineOptions::default().fuel(fuel).pooling(pooling).tiering(tiering))?
             }
         };
         let workspace_json: Arc<str> =

@@ -86,6 +86,12 @@ impl LoadedTool {
     pub fn context_namespace(&self) -> &str {
         &self.context_namespace
     }
+
+    /// The tier of the code its calls run now: `None` until its code is made ready (at its
+    /// first call, or by [`Runtime::ready_code`]).
+    pub fn tier(&self) -> Option<crate::Tier> {
+        self.code.tier()
+    }
 }
 
 /// Where a tool's grant came from.
@@ -211,5 +217,25 @@ impl Runtime {
     /// One loaded tool.
     pub fn tool(&self, name: &str) -> Option<&LoadedTool> {
         self.tools.get(name).map(Arc::as_ref)
+    }
+
+    /// Where the named tool's code stands, without making it ready. `None` for an unknown tool.
+    pub fn code_state(&self, name: &str) -> Option<crate::CodeState> {
+        Some(self.tools.get(name)?.code.state(&self.engine, self.cache.as_ref()))
+    }
+
+    /// Make the named tool's code ready now instead of at its first call, and, with tiering,
+    /// wait for its optimised code (what `toolhost compile` does, so that the compile cache
+    /// holds it). `None` for an unknown tool.
+    pub async fn ready_code(&self, name: &str) -> Option<std::result::Result<crate::Tier, crate::LoadError>> {
+        let tool = self.tools.get(name)?;
+        Some(match tool.code.get(&self.engine).await {
+            Ok(code) if code.tier == crate::Tier::Baseline => {
+                self.engine.optimized().await;
+                tool.code.get(&self.engine).await.map(|c| c.tier)
+            }
+            Ok(code) => Ok(code.tier),
+            Err(e) => Err(e),
+        })
     }
 }

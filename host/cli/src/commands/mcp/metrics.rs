@@ -147,6 +147,7 @@ mod tests {
             input: Arc::new(serde_json::json!({})),
             bytes_out: 0,
             hosts: Vec::new(),
+            tier: None,
         }
     }
 
