@@ -889,7 +889,15 @@ fn calls_of_all_sessions_together_run_at_most_max_concurrency_at_once() {
         let response = call.join().unwrap();
         assert_eq!(response["result"]["isError"], false, "{response}");
     }
-    let events = http.log.call_events("Sleep");
+    // The log is read from stderr by another thread: the last finish may trail the answer.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let events = loop {
+        let events = http.log.call_events("Sleep");
+        if events.len() >= 4 || Instant::now() > deadline {
+            break events;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(events.len(), 4, "{events:?}");
     assert_eq!((events[0].0.as_str(), events[1].0.as_str()), ("start", "finish"), "the calls overlapped: {events:?}");
     assert_eq!(events[0].1, events[1].1, "{events:?}");
@@ -1293,4 +1301,95 @@ fn stateless_http_answers_each_request_on_its_own_as_json() {
     // Still behind the token.
     let (status, _) = http.post_as_is("/mcp", &headers, &body);
     assert_eq!(status, 401);
+}
+
+/// A plain `tools/call` of an HTTP session is answered as one JSON body (without rmcp's event
+/// stream), under the same rules as every other request: the Host and Origin checks, an unknown
+/// session or tool refused as before, a call with a progress token still answered as an event
+/// stream, and a `notifications/cancelled` stops a call answered this way.
+#[test]
+fn plain_session_calls_are_answered_as_json_under_the_same_rules() {
+    let fx = Fixture::new();
+    let mut command = fx.command(&["--http", "127.0.0.1:0"]);
+    command.env("TOOLHOST_LOG", "toolhost=debug");
+    let http = Arc::new(Http::spawn_with(command));
+    let session = http.open_session();
+    let headers = [("Mcp-Session-Id", session.as_str()), ("MCP-Protocol-Version", "2025-06-18")];
+    let call = |id: u64, name: &str, arguments: Value, meta: Option<Value>| {
+        let mut params = json!({"name": name, "arguments": arguments});
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+    };
+    let json_answer = |response: &str| -> Value {
+        assert!(response.to_ascii_lowercase().contains("content-type: application/json"), "{response}");
+        let (_, body) = response.split_once("\r\n\r\n").unwrap();
+        serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {response}"))
+    };
+
+    let (status, response) = http.post("/mcp", &headers, &call(2, "Read", json!({"file_path": "hello.txt"}), None));
+    assert_eq!(status, 200, "{response}");
+    let answer = json_answer(&response);
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap().contains("hello from the workspace"), "{answer}");
+    // A string id comes back as a string; metadata of this revision changes nothing.
+    let body = call(3, "Read", json!({"file_path": "hello.txt"}), Some(json!({"example/trace": "t1"})))
+        .replace("\"id\":3", "\"id\":\"three\"");
+    let (status, response) = http.post("/mcp", &headers, &body);
+    assert_eq!(status, 200, "{response}");
+    assert_eq!(json_answer(&response)["id"], "three", "{response}");
+
+    // An unknown tool is the same protocol error as on every other path.
+    let (status, response) = http.post("/mcp", &headers, &call(4, "NoSuchTool", json!({}), None));
+    assert_eq!(status, 200, "{response}");
+    let answer = json_answer(&response);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("NoSuchTool"), "{answer}");
+
+    // The same rules as for any request: foreign Host and Origin, unknown session, no token.
+    let read = call(5, "Read", json!({"file_path": "hello.txt"}), None);
+    let port = http.port().to_string();
+    let evil_host = format!("evil.example:{port}");
+    for extra in [("Host", evil_host.as_str()), ("Origin", "http://evil.example"), ("Origin", "http://localhost:3000")]
+    {
+        let (status, response) = http.post("/mcp", &[headers[0], headers[1], extra], &read);
+        assert_eq!(status, 403, "{extra:?}: {response}");
+    }
+    let (status, response) = http.post("/mcp", &[("Mcp-Session-Id", "no-such-session"), headers[1]], &read);
+    assert_eq!(status, 404, "{response}");
+    let (status, _) = http.post_as_is("/mcp", &headers, &read);
+    assert_eq!(status, 401);
+    let (status, response) = http.post("/mcp", &[headers[0], ("MCP-Protocol-Version", "1999-01-01")], &read);
+    assert_eq!(status, 400, "an unknown protocol version is refused as before: {response}");
+
+    // A progress token: the progress needs an event stream, so rmcp's path answers it.
+    let body = call(6, "Progress", json!({}), Some(json!({"progressToken": "p6"})));
+    let (status, response) = http.post("/mcp", &headers, &body);
+    assert_eq!(status, 200, "{response}");
+    assert!(response.to_ascii_lowercase().contains("content-type: text/event-stream"), "{response}");
+    assert!(response.contains("notifications/progress") && response.contains("\"id\":6"), "{response}");
+
+    // A call answered as JSON stops when the client cancels it.
+    let sleeper = {
+        let (http, headers) = (http.clone(), headers.map(|(k, v)| (k.to_string(), v.to_string())));
+        let body = call(7, "Sleep", json!({"ms": 120_000}), None);
+        std::thread::spawn(move || {
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            http.post("/mcp", &headers, &body)
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !http.log.call_events("Sleep").iter().any(|(event, _)| event == "start") {
+        assert!(Instant::now() < deadline, "the Sleep call never started: {:#?}", http.log.lines());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}"#;
+    let (status, response) = http.post("/mcp", &headers, cancel);
+    assert_eq!(status, 202, "{response}");
+    let (status, response) = sleeper.join().unwrap();
+    assert_eq!(status, 200, "{response}");
+    let answer = json_answer(&response);
+    assert_eq!((answer["id"].clone(), answer["result"]["isError"].clone()), (json!(7), json!(true)), "{answer}");
 }

@@ -175,8 +175,8 @@ impl Tiers {
             .queue
             .get_or_init(|| start_worker(self.pending.clone(), self.holds.clone()))
             .as_ref()
-            .map(|q| q.send(job));
-        if !matches!(sent, Some(Ok(()))) {
+            .is_some_and(|q| q.send(job).is_ok());
+        if !sent {
             self.pending.send_modify(|p| {
                 p.remove(sha256);
             });

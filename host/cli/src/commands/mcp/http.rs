@@ -12,7 +12,11 @@
 //! present, is neither the server's own origin (`http://127.0.0.1:PORT`,
 //! `http://localhost:PORT`, `http://[::1]:PORT`) nor one given with `--allow-origin`: a page
 //! served by another program on another local port is a stranger too.
+//!
+//! A plain `tools/call` (see [`fast`](super::fast)) is answered without rmcp, as one JSON body,
+//! under the same rules; everything else goes through rmcp.
 
+use super::fast::{FastPath, Outcome};
 use super::server::{McpServer, Shared};
 use super::token::Token;
 use anyhow::{Context, Result, bail};
@@ -135,6 +139,11 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
     let mut allowed_origins =
         ["127.0.0.1", "localhost", "[::1]"].iter().map(|h| format!("http://{h}:{port}")).collect::<Vec<_>>();
     allowed_origins.extend(extra_origins);
+    let fast = Arc::new(FastPath {
+        allowed_hosts: allowed_hosts.clone(),
+        allowed_origins: allowed_origins.clone(),
+        stateless: options.stateless,
+    });
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(allowed_hosts)
         .with_allowed_origins(allowed_origins)
@@ -162,6 +171,7 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
         shared: shared.clone(),
         metrics_no_auth: options.metrics_no_auth,
         in_flight: Arc::default(),
+        fast,
     };
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("cannot watch for SIGTERM")?;
@@ -214,6 +224,8 @@ struct Connections {
     metrics_no_auth: bool,
     /// POST answers not yet sent whole (a `tools/call`'s answer streams until its result).
     in_flight: Arc<AtomicUsize>,
+    /// Plain `tools/call` requests, answered without rmcp (see `fast.rs`).
+    fast: Arc<FastPath>,
 }
 
 impl Connections {
@@ -275,12 +287,25 @@ impl Connections {
         // standalone GET stream of server notifications lasts as long as the session and is
         // not waited for.
         let guard = (request.method() == hyper::Method::POST).then(|| InFlight::enter(&self.in_flight));
-        let request = match read_body(request).await {
+        let (parts, body) = match read_body(request).await {
             Ok(r) => r,
             Err(response) => return response,
         };
-        let mut service = self.service.clone();
-        let Ok(response) = service.call(request).await;
+        let response = match guard {
+            Some(_) => match self.fast.serve(&self.shared, &parts, &body).await {
+                Outcome::Answered(response) => Some(response),
+                Outcome::NotPlain => None,
+            },
+            None => None,
+        };
+        let response = match response {
+            Some(response) => response,
+            None => {
+                let mut service = self.service.clone();
+                let Ok(response) = service.call(hyper::Request::from_parts(parts, Full::new(body))).await;
+                response
+            }
+        };
         match guard {
             Some(guard) => response.map(|inner| Tracked { inner, _guard: guard }.boxed()),
             None => response,
@@ -330,9 +355,11 @@ impl http_body::Body for Tracked {
     }
 }
 
-/// The request with its body read whole, or the answer to a body over [`MAX_BODY_BYTES`]
+/// The request's head and its body read whole, or the answer to a body over [`MAX_BODY_BYTES`]
 /// (refused from its `Content-Length` before reading it, else when the limit is passed).
-async fn read_body(request: hyper::Request<hyper::body::Incoming>) -> Result<hyper::Request<Full<Bytes>>, Response> {
+async fn read_body(
+    request: hyper::Request<hyper::body::Incoming>,
+) -> Result<(hyper::http::request::Parts, Bytes), Response> {
     let too_large = || {
         json_error(
             hyper::StatusCode::PAYLOAD_TOO_LARGE,
@@ -350,7 +377,7 @@ async fn read_body(request: hyper::Request<hyper::body::Incoming>) -> Result<hyp
     }
     let (parts, body) = request.into_parts();
     match Limited::new(body, MAX_BODY_BYTES).collect().await {
-        Ok(collected) => Ok(hyper::Request::from_parts(parts, Full::new(collected.to_bytes()))),
+        Ok(collected) => Ok((parts, collected.to_bytes())),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
         Err(e) => {
             tracing::debug!("reading a request body: {e}");

@@ -12,6 +12,7 @@
 //! refused with a warning and the loaded tools stay in service. stdout carries only the protocol;
 //! logs go to stderr.
 
+mod fast;
 mod http;
 mod metrics;
 mod pipes;

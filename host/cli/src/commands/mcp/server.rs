@@ -20,9 +20,11 @@ use rmcp::service::{ElicitationMode, NotificationContext, Peer, RequestContext, 
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 use toolhost::{
     AskAnswer, AskRequest, CallOptions, Event, PermissionDecider, Runtime, Scheduler, Session, Ticket, ToolResult,
     ToolUse,
@@ -43,6 +45,9 @@ pub struct Shared {
     reload_error: Mutex<Option<String>>,
     /// Shutting down after SIGTERM (`/readyz`).
     draining: std::sync::atomic::AtomicBool,
+    /// The HTTP sessions whose `tools/call` requests the fast path may answer (see
+    /// `http.rs`), by `Mcp-Session-Id`; an entry goes with its session.
+    http_sessions: Mutex<HashMap<String, Weak<SessionCore>>>,
 }
 
 impl Shared {
@@ -59,6 +64,7 @@ impl Shared {
             metrics,
             reload_error: Mutex::new(None),
             draining: std::sync::atomic::AtomicBool::new(false),
+            http_sessions: Mutex::default(),
         })
     }
 
@@ -98,6 +104,54 @@ impl Shared {
         self.scheduler.set_limit(runtime.max_concurrency());
         self.metrics.loaded(&runtime);
         *self.runtime.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(runtime);
+    }
+
+    /// The state of the open HTTP session `id`, when its calls may take the fast path.
+    pub fn http_session(&self, id: &str) -> Option<Arc<SessionCore>> {
+        self.http_sessions.lock().unwrap_or_else(|e| e.into_inner()).get(id).and_then(Weak::upgrade)
+    }
+
+    /// A `tools/call` of the session `core`, through the whole pipeline, whichever path it
+    /// came by: an unknown tool and a full queue are protocol errors (the spec's answer to a
+    /// stale tool list; a client's flood), every other failure a result with `isError`.
+    /// `ticket` is its place in the call queue when taken on arrival; `options` carry `cancel`.
+    pub async fn call_tool(
+        &self,
+        core: &SessionCore,
+        name: String,
+        arguments: Option<serde_json::Map<String, Value>>,
+        ticket: Option<Ticket>,
+        cancel: CancellationToken,
+        options: CallOptions,
+    ) -> Result<CallToolResult, ErrorData> {
+        let runtime = self.runtime();
+        // The spec's answer to an unknown tool: a protocol error (clients only call listed
+        // tools, so this is a stale list or a client bug, not something a model did).
+        if runtime.tool(&name).is_none() {
+            return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), None));
+        }
+        let ticket = ticket.unwrap_or_else(|| self.scheduler.ticket());
+        let Some(waiting) = Waiting::enter(&core.waiting, &self.metrics.queued) else {
+            // `ticket` is dropped: its place in the queue is given up.
+            return Err(ErrorData::new(
+                QUEUE_FULL,
+                format!(
+                    "Too many calls queued: this session already has {MAX_QUEUED_PER_SESSION} tools/call requests \
+                     waiting for their turn (the limit per session); wait for some to finish before sending more"
+                ),
+                None,
+            ));
+        };
+        let id = format!("toolu_mcp_{}", self.next_call.fetch_add(1, Ordering::Relaxed));
+        let input = Value::Object(arguments.unwrap_or_default());
+        let call = runtime.check(ToolUse::new(&id, &name, input)).await;
+        let admitted = tokio::select! {
+            admitted = ticket.admit(call.is_concurrency_safe()) => admitted,
+            // Its audit line too, though it never ran.
+            () = cancel.cancelled() => return Ok(to_mcp(runtime.interrupted(call.tool_use()))),
+        };
+        drop(waiting);
+        Ok(to_mcp(runtime.call_admitted(&core.session, call, admitted, options).await))
     }
 
     /// Send `notifications/tools/list_changed` to every open connection.
@@ -262,25 +316,39 @@ pub const MAX_QUEUED_PER_SESSION: usize = 64;
 /// [`MAX_QUEUED_PER_SESSION`] calls waiting (in the range JSON-RPC leaves to servers).
 pub const QUEUE_FULL: ErrorCode = ErrorCode(-32000);
 
-/// One MCP session (the stdio connection, or one HTTP session): its own [`Session`], kept for
-/// as long as the session lasts whatever the reloads.
-pub struct McpServer {
-    shared: Arc<Shared>,
+/// What one MCP session keeps, whichever path its calls take: its own [`Session`] (kept for as
+/// long as the session lasts, whatever the reloads) and its calls waiting for their turn.
+#[derive(Default)]
+pub struct SessionCore {
     session: Session,
     /// Calls of this session not running yet.
     waiting: Arc<AtomicUsize>,
+    /// Its calls being answered by the HTTP fast path, by JSON-RPC id (as JSON text), so that
+    /// a `notifications/cancelled` reaches them.
+    pub fast_calls: Mutex<HashMap<String, CancellationToken>>,
+}
+
+/// One MCP session (the stdio connection, or one HTTP session).
+pub struct McpServer {
+    shared: Arc<Shared>,
+    core: Arc<SessionCore>,
+    /// Its `Mcp-Session-Id`, once its calls may take the HTTP fast path.
+    http_session: Mutex<Option<String>>,
 }
 
 impl McpServer {
     pub fn new(shared: Arc<Shared>) -> Self {
         shared.metrics.sessions.inc();
-        McpServer { shared, session: Session::new(), waiting: Arc::default() }
+        McpServer { shared, core: Arc::default(), http_session: Mutex::default() }
     }
 }
 
 impl Drop for McpServer {
     fn drop(&mut self) {
         self.shared.metrics.sessions.dec();
+        if let Some(id) = self.http_session.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            self.shared.http_sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        }
     }
 }
 
@@ -347,6 +415,21 @@ impl ServerHandler for McpServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // An HTTP session's calls may be answered by the fast path (`http.rs`), unless its client
+        // can be asked questions: an elicitation goes out on the call's own event stream, which
+        // only rmcp's path has.
+        let parts = context.extensions.get::<hyper::http::request::Parts>();
+        let id = parts.and_then(|p| p.headers.get("mcp-session-id")).and_then(|v| v.to_str().ok());
+        if let Some(id) = id
+            && !context.peer.supported_elicitation_modes().contains(&ElicitationMode::Form)
+        {
+            self.shared
+                .http_sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.to_string(), Arc::downgrade(&self.core));
+            *self.http_session.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.to_string());
+        }
         self.shared.peers.lock().unwrap_or_else(|e| e.into_inner()).push(context.peer);
     }
 
@@ -376,27 +459,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let runtime = self.shared.runtime();
-        let name = request.name.to_string();
-        // The spec's answer to an unknown tool: a protocol error (clients only call listed
-        // tools, so this is a stale list or a client bug, not something a model did).
-        if runtime.tool(&name).is_none() {
-            return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), None));
-        }
-        let ticket = context.extensions.remove::<Ticket>().unwrap_or_else(|| self.shared.scheduler.ticket());
-        let Some(waiting) = Waiting::enter(&self.waiting, &self.shared.metrics.queued) else {
-            // `ticket` is dropped: its place in the queue is given up.
-            return Err(ErrorData::new(
-                QUEUE_FULL,
-                format!(
-                    "Too many calls queued: this session already has {MAX_QUEUED_PER_SESSION} tools/call requests \
-                     waiting for their turn (the limit per session); wait for some to finish before sending more"
-                ),
-                None,
-            ));
-        };
-        let id = format!("toolu_mcp_{}", self.shared.next_call.fetch_add(1, Ordering::Relaxed));
-        let input = Value::Object(request.arguments.unwrap_or_default());
+        let ticket = context.extensions.remove::<Ticket>();
         let cancel = context.ct.clone();
         let mut options =
             CallOptions::new().cancel(cancel.clone()).decider(Arc::new(ElicitDecider { peer: context.peer.clone() }));
@@ -408,26 +471,15 @@ impl ServerHandler for McpServer {
             });
             forwarder = Some(task);
         }
-
-        let result = async {
-            let call = runtime.check(ToolUse::new(&id, &name, input)).await;
-            let admitted = tokio::select! {
-                admitted = ticket.admit(call.is_concurrency_safe()) => admitted,
-                // Its audit line too, though it never ran.
-                () = cancel.cancelled() => return runtime.interrupted(call.tool_use()),
-            };
-            drop(waiting);
-            runtime.call_admitted(&self.session, call, admitted, options).await
-        }
-        .await;
-
+        let name = request.name.to_string();
+        let result = self.shared.call_tool(&self.core, name, request.arguments, ticket, cancel, options).await;
         // Every progress notification goes out before the result (the options, and with them
         // the sender, are gone: the forwarder ends once it has sent what it holds).
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
         }
         // A cancelled call's result is dropped by the service loop, as the spec requires.
-        Ok(CallToolResponse::Complete(to_mcp(result)))
+        result.map(CallToolResponse::Complete)
     }
 }
 
