@@ -9,7 +9,7 @@
 //!
 //! - The directory is created with mode 0700, and an existing one is refused unless it is a
 //!   directory owned by the effective user and writable by no one else ([`Cache::open`]).
-//! - Every entry ends with an HMAC-SHA256 tag under a 32-byte random key kept in `<cache>/key`
+//! - Every entry ends with a keyed BLAKE3 tag (a MAC) under a 32-byte random key kept in `<cache>/key`
 //!   (mode 0600, checked like the directory). The tag covers the entry's file name and its bytes,
 //!   so an entry can be neither edited nor moved under another component's name. An entry is
 //!   opened without following symbolic links, read whole, verified in constant time, and
@@ -18,13 +18,15 @@
 //! - A tool whose grant includes the cache directory (or a directory inside it) is refused at
 //!   load ([`Cache::grant_overlap`]): a tool that could read the key could forge entries.
 //!
-//! Entry format: `<wasmtime serialisation> ‖ HMAC-SHA256(key, len(name) as u64 LE ‖ name ‖
+//! Entry format: `<wasmtime serialisation> ‖ BLAKE3-keyed(key, len(name) as u64 LE ‖ name ‖
 //! serialisation)`, where `name` is the entry's file name, `<sha256>-<engine key>.cwasm`.
+//! BLAKE3 rather than HMAC-SHA256: an entry of an interpreter is tens of megabytes, checked at
+//! every start that loads it; keyed BLAKE3 is a MAC too, several times faster and parallel
+//! (35 MB: 18 ms with HMAC-SHA256 on one core here, a few ms with BLAKE3).
 //!
 //! The cache relies on Unix owners and permission bits.
 
 use crate::GrantError;
-use hmac::{Hmac, Mac};
 use rustix::fs::{Mode, OFlags};
 use sha2::{Digest, Sha256};
 use std::fs::File;
@@ -36,9 +38,7 @@ use toolhost_policy::DirGrant;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-type HmacSha256 = Hmac<Sha256>;
-
-/// Length of the key and of an entry's tag (HMAC-SHA256 output).
+/// Length of the key and of an entry's tag (BLAKE3 output).
 const KEY_LEN: usize = 32;
 const TAG_LEN: usize = 32;
 
@@ -77,7 +77,7 @@ fn record_name(engine: &Engine, sha: &str) -> String {
 pub(crate) struct Cache {
     /// Canonical path of the directory.
     dir: PathBuf,
-    /// The HMAC key read from (or written to) `dir/key`.
+    /// The MAC key read from (or written to) `dir/key`.
     key: [u8; KEY_LEN],
 }
 
@@ -135,13 +135,13 @@ impl Cache {
 
     /// The tag of the entry called `name` holding `body`. Binding the name stops a valid
     /// entry from being copied over another component's entry.
-    fn mac(&self, name: &str, body: &[u8]) -> HmacSha256 {
-        // HMAC takes keys of any length: this cannot fail.
-        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC key of any length");
+    fn mac(&self, name: &str, body: &[u8]) -> blake3::Hash {
+        let mut mac = blake3::Hasher::new_keyed(&self.key);
         mac.update(&(name.len() as u64).to_le_bytes());
         mac.update(name.as_bytes());
-        mac.update(body);
-        mac
+        // On every core: an interpreter's entry is tens of megabytes.
+        mac.update_rayon(body);
+        mac.finalize()
     }
 
     /// The component in entry `name`: `Ok(None)` when there is no entry, `Err` (saying why)
@@ -197,7 +197,9 @@ impl Cache {
             return Err(format!("{} is too short to carry an authentication tag; not run", path.display()));
         };
         let (body, tag) = bytes.split_at(body_len);
-        if self.mac(name, body).verify_slice(tag).is_err() {
+        let tag = <[u8; TAG_LEN]>::try_from(tag).map_err(|_| format!("{}: a malformed tag", path.display()))?;
+        // `blake3::Hash` compares in constant time.
+        if self.mac(name, body) != blake3::Hash::from_bytes(tag) {
             return Err(format!(
                 "{} fails its authentication check (modified since toolhost wrote it, or written by \
                  another toolhost or an older version); not run",
@@ -239,7 +241,7 @@ impl Cache {
 
     /// Write `bytes` as entry `name`, tagged (see [`Cache::store`]).
     fn write_entry(&self, name: &str, mut bytes: Vec<u8>) -> std::io::Result<()> {
-        let tag = self.mac(name, &bytes).finalize().into_bytes();
+        let tag = *self.mac(name, &bytes).as_bytes();
         bytes.extend_from_slice(&tag);
         let mut tmp = private_temp_file(&self.dir, ".entry-")?;
         tmp.write_all(&bytes)?;
@@ -288,7 +290,7 @@ pub(crate) fn cached(engine: &Engine, sha: &str, cache: Option<&Cache>) -> Optio
 
 #[allow(unsafe_code, reason = "loading precompiled native code is unsafe by nature")]
 fn deserialize(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
-    // SAFETY: `bytes` are in memory, read once, and carry a valid HMAC-SHA256 tag under a key that
+    // SAFETY: `bytes` are in memory, read once, and carry a valid keyed BLAKE3 tag under a key that
     // only this user can read (a 0600 file in a directory only this user can write, and no tool
     // may be granted that directory), over this entry's name and these exact bytes: they are what
     // this user's toolhost serialised with `Component::serialize` for this component and an

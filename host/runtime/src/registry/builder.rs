@@ -110,7 +110,7 @@ impl RuntimeBuilder {
     /// Cache compiled components (native code) in this directory. `build` creates it with mode
     /// 0700 if missing, and does not use it (one warning, every tool compiled at each start)
     /// when it is not a directory of the effective user that no one else can write, or when its
-    /// `key` file (the HMAC key authenticating every entry, made on first use) is not private.
+    /// `key` file (the MAC key authenticating every entry, made on first use) is not private.
     /// Tools granted this directory, or one containing it, are refused at [`Runtime::load`].
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
