@@ -146,7 +146,10 @@ pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
 /// of a tool no earlier load described, as `toolhost inspect` does. A background compile after
 /// `add` must not wait for a trust that only the next call needs.
 pub async fn load_unpinned(args: &GlobalArgs) -> Result<Loaded> {
-    let config = load_config(args)?;
+    let mut config = load_config(args)?;
+    // Nothing is called, so nothing is audited; and a config nobody trusted yet must not name
+    // a file for the host to open (it would be created, wherever it points).
+    config.audit = Default::default();
     let (events, _) = terminal_events_and_asks(false, None)?;
     build_and_load(args, config, events, None, None, false).await
 }
