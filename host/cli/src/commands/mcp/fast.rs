@@ -10,6 +10,7 @@
 //! asked questions, an unknown session) goes to rmcp, which answers it as before, refusals
 //! included. The token and the body limit were checked before either path.
 
+use super::http::{Response, text};
 use super::server::{SessionCore, Shared};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Bytes;
@@ -68,7 +69,7 @@ struct CancelParams {
 
 /// What the fast path made of a request: an answer, or the request back for rmcp.
 pub enum Outcome {
-    Answered(hyper::Response<http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>>),
+    Answered(Response),
     NotPlain,
 }
 
@@ -156,12 +157,7 @@ impl FastPath {
 
 /// Run the call on a task of its own (a client that goes away cancels it, as a
 /// `notifications/cancelled` would, rather than dropping it half-way), and answer.
-async fn call(
-    shared: &Arc<Shared>,
-    core: Arc<SessionCore>,
-    id: NumberOrString,
-    params: CallParams,
-) -> hyper::Response<http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>> {
+async fn call(shared: &Arc<Shared>, core: Arc<SessionCore>, id: NumberOrString, params: CallParams) -> Response {
     let cancel = CancellationToken::new();
     let key = id_key(&id);
     core.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), cancel.clone());
@@ -257,25 +253,18 @@ fn host_allowed(host: &str, allowed: &[String]) -> bool {
 }
 
 /// 202 Accepted with no body: a notification taken.
-fn accepted() -> hyper::Response<http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>> {
+fn accepted() -> Response {
     let mut response = hyper::Response::new(Full::new(Bytes::new()).boxed());
     *response.status_mut() = hyper::StatusCode::ACCEPTED;
     response
 }
 
 /// One JSON-RPC message as the whole answer.
-fn json(
-    message: &ServerJsonRpcMessage,
-) -> hyper::Response<http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>> {
-    let body = serde_json::to_vec(message).unwrap_or_else(|e| {
+fn json(message: &ServerJsonRpcMessage) -> Response {
+    let body = serde_json::to_string(message).unwrap_or_else(|e| {
         format!(r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32603,"message":"cannot write the answer: {e}"}}}}"#)
-            .into_bytes()
     });
-    let mut response = hyper::Response::new(Full::new(Bytes::from(body)).boxed());
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
-    response
+    text(hyper::StatusCode::OK, "application/json", body)
 }
 
 #[cfg(test)]

@@ -62,7 +62,7 @@ pub struct Options {
 /// reads its answer).
 const MAX_DRAIN: Duration = Duration::from_secs(600);
 
-type Response = hyper::Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>;
+pub(super) type Response = hyper::Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>;
 
 /// `HOST:PORT`, `[V6]:PORT` or `PORT` (on 127.0.0.1); `localhost` means 127.0.0.1.
 fn parse_addr(addr: &str) -> Result<SocketAddr> {
@@ -391,7 +391,7 @@ async fn read_body(
 }
 
 /// A plain answer.
-fn text(status: hyper::StatusCode, content_type: &'static str, body: String) -> Response {
+pub(super) fn text(status: hyper::StatusCode, content_type: &'static str, body: String) -> Response {
     let mut response = hyper::Response::new(Full::new(Bytes::from(body)).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
