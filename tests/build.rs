@@ -27,6 +27,10 @@ const GUESTS: &[&str] = &[
     "wit-command",
     "wit-resource",
     "wit-config",
+    "flaky-safe",
+    "trap-validate",
+    "bad-example",
+    "deep-input",
 ];
 
 fn main() {

@@ -427,52 +427,57 @@ async fn the_three_languages_run_side_by_side_in_one_batch() {
     }
 }
 
-// --- `toolhost new`: every template builds and answers `toolhost call` -------------------------
+// --- `toolhost new`: every template builds, passes `toolhost test`, answers `toolhost call`,
+// and a bug planted in it is found, shrunk and reproduced ---------------------------------------
 
-/// The `toolhost` binary of this build (see `toolhost_tests::cli::binary`), and beside it the
-/// C build helper (`toolhost-guest-build`, built here: no wasmtime in it, so building it alone
-/// costs little).
-fn toolhost_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target profile directory").to_path_buf();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
-    let mut build = toolhost_tests::cli::nested_cargo();
-    build.args(["build", "--quiet", "-p", "toolhost-guest-build"]);
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        build.arg("--release");
-    }
-    let status = build.current_dir(root).stdin(Stdio::null()).status().expect("run cargo");
-    assert!(status.success(), "cannot build toolhost-guest-build");
-    toolhost_tests::cli::binary().to_path_buf()
+/// A bug to plant in a template: in `file`, after the line `after`, the line `bug`, which
+/// traps for a `path` longer than 100 bytes.
+struct Bug {
+    file: &'static str,
+    after: &'static str,
+    bug: &'static str,
 }
 
-/// `toolhost new --lang LANG NAME`, then the project's `./build.sh` (with `env`), then a call
-/// of the built tool on a file of a fresh workspace.
-fn scaffold_build_and_call(lang: &str, name: &str, env: &[(&str, PathBuf)]) {
-    let bin = toolhost_binary();
+/// `toolhost new --lang LANG NAME`, then the project's `./build.sh` (with `env`; it runs
+/// `toolhost test`, which must pass), then a call of the built tool on a file of a fresh
+/// workspace; then `bug` planted, rebuilt, and found by `toolhost test`.
+fn scaffold_build_and_call(lang: &str, name: &str, env: &[(&str, PathBuf)], bug: Bug) {
+    let bin = toolhost_tests::cli::binary().to_path_buf();
     let dir = workspace();
     let project = dir.path().join(name);
     let out = Command::new(&bin).args(["new", "--lang", lang, name]).current_dir(dir.path()).output().unwrap();
     assert!(out.status.success(), "toolhost new: {}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{name}/build.sh")));
 
-    let mut build = Command::new(project.join("build.sh"));
-    // The outer cargo's variables are meant for this test binary, not for a nested build.
-    for (key, _) in std::env::vars_os() {
-        let key = key.to_string_lossy().into_owned();
-        if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" {
-            build.env_remove(key);
+    let cache = guests_dir().join("cache");
+    let build = || {
+        let mut build = Command::new(project.join("build.sh"));
+        // The outer cargo's variables are meant for this test binary, not for a nested build.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy().into_owned();
+            if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" {
+                build.env_remove(key);
+            }
         }
-    }
-    build.envs(env.iter().map(|(k, v)| (*k, v.as_os_str()))).stdin(Stdio::null());
-    let built = build.output().expect("run build.sh");
+        build
+            .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
+            .env("TOOLHOST", &bin)
+            .env("TOOLHOST_CACHE_DIR", &cache)
+            .stdin(Stdio::null());
+        build.output().expect("run build.sh")
+    };
+    let built = build();
+    let shown = format!("{}\n{}", String::from_utf8_lossy(&built.stdout), String::from_utf8_lossy(&built.stderr));
     assert!(
         built.status.success(),
-        "{lang} template: build.sh failed (toolchains come from examples/guests/install.sh):\n{}\n{}",
-        String::from_utf8_lossy(&built.stdout),
-        String::from_utf8_lossy(&built.stderr)
+        "{lang} template: build.sh failed (toolchains come from examples/guests/install.sh):\n{shown}"
     );
     assert!(project.join(format!("dist/{name}.wasm")).is_file());
+    assert!(
+        shown.contains("toolhost test: 1 tool, 0 errors"),
+        "{lang}: build.sh runs `toolhost test`, which passes:\n{shown}"
+    );
+    assert!(shown.contains("3 cases"), "{lang}: with the template's cases:\n{shown}");
 
     let ws = workspace();
     fs::write(ws.path().join("hello.txt"), "one\ntwo\nthree\n").unwrap();
@@ -484,7 +489,7 @@ fn scaffold_build_and_call(lang: &str, name: &str, env: &[(&str, PathBuf)]) {
             .arg(project.join("dist"))
             .args(["--no-default-tools", "--permission-mode", "bypass", "call", name, input])
             .current_dir(ws.path())
-            .env("TOOLHOST_CACHE_DIR", guests_dir().join("cache"))
+            .env("TOOLHOST_CACHE_DIR", &cache)
             .output()
             .unwrap()
     };
@@ -499,6 +504,41 @@ fn scaffold_build_and_call(lang: &str, name: &str, env: &[(&str, PathBuf)]) {
     let refused = call(r#"{"path":""}"#);
     assert_eq!(refused.status.code(), Some(1), "validate refuses an empty path");
     assert!(String::from_utf8_lossy(&refused.stdout).contains("`path` is empty"));
+
+    // The bug: the build's `toolhost test` fails, naming the least input and a command that
+    // shows the trap again.
+    let source = project.join(bug.file);
+    let text = fs::read_to_string(&source).unwrap();
+    assert!(text.contains(bug.after), "{lang}: {} has {:?}", bug.file, bug.after);
+    fs::write(&source, text.replacen(bug.after, &format!("{}\n{}", bug.after, bug.bug), 1)).unwrap();
+    let built = build();
+    let shown = format!("{}\n{}", String::from_utf8_lossy(&built.stdout), String::from_utf8_lossy(&built.stderr));
+    assert!(!built.status.success(), "{lang}: the planted bug fails the build's test:\n{shown}");
+    let tested = Command::new(&bin)
+        .args(["test", "--json", "."])
+        .current_dir(&project)
+        .env("TOOLHOST_CACHE_DIR", &cache)
+        .output()
+        .unwrap();
+    assert_eq!(tested.status.code(), Some(1), "{lang}: {}", String::from_utf8_lossy(&tested.stderr));
+    let report: Value = serde_json::from_slice(&tested.stdout).expect("a JSON report");
+    let errors: Vec<&Value> =
+        report["tools"][0]["findings"].as_array().unwrap().iter().filter(|f| f["severity"] == "error").collect();
+    assert_eq!(errors.len(), 1, "{lang}: {errors:#?}");
+    assert_eq!(errors[0]["check"], "call", "{lang}: {errors:#?}");
+    let least = errors[0]["input"]["path"].as_str().expect("a path");
+    assert_eq!(least.len(), 101, "{lang}: shrunk to the shortest path that traps: {least:?}");
+    let line = errors[0]["reproduce"].as_str().unwrap();
+    let again = Command::new("sh")
+        .arg("-c")
+        .arg(format!("\"$TOOLHOST\" {}", line.strip_prefix("toolhost ").unwrap()))
+        // Where `toolhost test` ran: the command's paths are relative to it.
+        .current_dir(&project)
+        .env("TOOLHOST", &bin)
+        .env("TOOLHOST_CACHE_DIR", &cache)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1), "{lang}: {line}\n{}", String::from_utf8_lossy(&again.stdout));
 }
 
 fn guest_tool(relative: &str) -> PathBuf {
@@ -511,23 +551,42 @@ fn guest_tool(relative: &str) -> PathBuf {
 fn new_rust_project_builds_and_runs() {
     // One target directory for every run, so the template's dependencies build once.
     let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/scaffold");
-    scaffold_build_and_call("rust", "RustLines", &[("CARGO_TARGET_DIR", target)]);
+    let bug = Bug {
+        file: "src/lib.rs",
+        after: "    fn call(input: Input) -> Result<Output, ToolError> {",
+        bug: "        if input.path.len() > 100 { panic!(\"a planted bug\") }",
+    };
+    scaffold_build_and_call("rust", "RustLines", &[("CARGO_TARGET_DIR", target)], bug);
 }
 
 #[test]
 fn new_python_project_builds_and_runs() {
-    scaffold_build_and_call("python", "PyLines", &[("COMPONENTIZE_PY", guest_tool("venv/bin/componentize-py"))]);
+    let bug = Bug {
+        file: "app.py",
+        after: "        path = json.loads(input)[\"path\"]",
+        bug: "        if len(path.encode()) > 100: raise RuntimeError(\"a planted bug\")",
+    };
+    scaffold_build_and_call("python", "PyLines", &[("COMPONENTIZE_PY", guest_tool("venv/bin/componentize-py"))], bug);
 }
 
 #[test]
 fn new_js_project_builds_and_runs() {
     // The build dependencies installed by examples/guests/install.sh, instead of `npm ci`.
-    scaffold_build_and_call("js", "JsLines", &[("TOOLHOST_NODE_MODULES", guest_tool("node/node_modules"))]);
+    let bug = Bug {
+        file: "tool.js",
+        after: "    const { path } = JSON.parse(input);",
+        bug: "    if (path.length > 100) null.bug();",
+    };
+    scaffold_build_and_call("js", "JsLines", &[("TOOLHOST_NODE_MODULES", guest_tool("node/node_modules"))], bug);
 }
 
 #[test]
 fn new_c_project_builds_and_runs() {
-    let exe = std::env::current_exe().unwrap();
-    let helper = exe.parent().and_then(Path::parent).unwrap().join("toolhost-guest-build");
-    scaffold_build_and_call("c", "CLines", &[("TOOLHOST_GUEST_BUILD", helper)]);
+    // Built with clang, wasi-libc and `toolhost guest` alone.
+    let bug = Bug {
+        file: "tool.c",
+        after: "    // Granted directories are preopened at their absolute paths only: change into the\n    // workspace so that relative paths resolve against it.",
+        bug: "    if (path && strlen(path) > 100) __builtin_trap();",
+    };
+    scaffold_build_and_call("c", "CLines", &[], bug);
 }

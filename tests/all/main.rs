@@ -4,6 +4,7 @@
 mod agent;
 mod attacks;
 mod audit;
+mod author_test;
 mod batch;
 mod boundary;
 mod cache;

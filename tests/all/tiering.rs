@@ -188,3 +188,45 @@ async fn fuel_runs_out_in_the_baseline_tier_too() {
     assert_eq!(r.outcome, OutcomeKind::OutOfFuel, "{r:?}");
     assert_eq!(last_tier(&events), Some(Tier::Baseline));
 }
+
+/// A function component whose core code makes a tail call (`return_call`), which the baseline
+/// compiler does not support; `tail` says whether it does (the same component without it is
+/// the control).
+fn doubling_component(tail: bool) -> Vec<u8> {
+    let call = if tail { "return_call $double" } else { "call $double" };
+    wat::parse_str(format!(
+        r#"(component
+             (core module $m
+               (func $double (param i32) (result i32) local.get 0 local.get 0 i32.add)
+               (func (export "twice") (param i32) (result i32) local.get 0 {call}))
+             (core instance $i (instantiate $m))
+             (func (export "twice") (param "n" u32) (result u32) (canon lift (core func $i "twice"))))"#
+    ))
+    .expect("valid component text")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_the_baseline_compiler_refuses_runs_on_cranelift_code_from_its_first_call() {
+    let ws = workspace();
+    let cache = workspace();
+    let engine = fresh_engine(EngineOptions::default());
+    // Held: code that went through the baseline tier stays there, so the control shows it.
+    let hold = engine.hold_optimizations();
+    let (mut rt, events) = runtime(ws.path(), cache.path(), engine.clone(), "");
+    rt.load(ToolSource::bytes("control.wasm", doubling_component(false))).await.expect("load the control");
+    let r = call(&rt, &Session::new(), "twice", json!({"n": 21})).await;
+    assert_eq!(r.text(), "42", "{r:?}");
+    assert_eq!(last_tier(&events), Some(Tier::Baseline), "the control runs baseline code first");
+
+    let engine = fresh_engine(EngineOptions::default());
+    let _hold2 = engine.hold_optimizations();
+    let (mut rt, events) = runtime(ws.path(), cache.path(), engine.clone(), "");
+    rt.load(ToolSource::bytes("tail.wasm", doubling_component(true))).await.expect("load: Cranelift compiles it");
+    let r = call(&rt, &Session::new(), "twice", json!({"n": 21})).await;
+    assert_eq!(r.text(), "42", "{r:?}");
+    assert_eq!(last_tier(&events), Some(Tier::Optimized), "its first call runs Cranelift's code");
+    assert_eq!(rt.code_state("twice"), Some(CodeState::Optimized), "no baseline code exists for it");
+    assert!(engine.optimizing().is_empty(), "nothing left to optimise");
+    assert_eq!(cwasm_files(cache.path()).len(), 1, "Cranelift's code is cached as usual");
+    drop(hold);
+}

@@ -41,6 +41,10 @@ enum Command {
     Config(commands::config::ConfigCommand),
     /// Create a tool project (Rust, Python, JavaScript or C) that builds and runs out of the box.
     New(commands::new::NewCommand),
+    /// Check a component against the tool contract: schema, examples, validate, generated inputs, cases.
+    Test(commands::test::TestCommand),
+    /// The build steps of a C tool: C bindings of a WIT world, a core module into a component.
+    Guest(commands::guest::GuestCommand),
     /// Serve the tools over the Model Context Protocol (stdio, or streamable HTTP with --http).
     Mcp(commands::mcp::McpCommand),
     /// Run an agent: a model answers the prompt, every tool call runs in the sandbox.
@@ -79,6 +83,8 @@ fn main() -> ExitCode {
             Command::List(c) => c.execute(&cli.global).await,
             Command::Call(c) => c.execute(&cli.global).await,
             Command::Inspect(c) => c.execute(&cli.global).await,
+            Command::Test(c) => c.execute(&cli.global).await,
+            Command::Guest(c) => c.execute(&cli.global).await,
             Command::Config(c) => c.execute(&cli.global).await,
             Command::New(c) => c.execute(&cli.global).await,
             Command::Run(c) => c.execute(&cli.global).await,

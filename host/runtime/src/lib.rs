@@ -42,6 +42,7 @@ mod turns;
 pub use call::classify::CheckedCall;
 pub use call::outcome::OutcomeKind;
 pub use call::permission::{AskAnswer, AskRequest, PermissionDecider};
+pub use call::probe::Probe;
 pub use call::refusal::{Refusal, RefusalKind};
 pub use call::result::{ContentBlock, ImageSource, ToolResult, content_text};
 pub use call::{CallOptions, Progress, ProgressFn};

@@ -42,7 +42,7 @@ pub use serde_json;
 #[doc(hidden)]
 pub mod wit {
     wit_bindgen::generate!({
-        path: "../../wit/tool@0.1.0",
+        path: "wit/tool@0.1.0",
         world: "plugin",
         pub_export_macro: true,
         default_bindings_module: "toolhost_sdk::wit",

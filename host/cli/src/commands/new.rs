@@ -5,7 +5,8 @@
 //! The templates are embedded in the binary (`templates/` beside this crate, plus the WIT of
 //! the repository and the shared files of `examples/guests`), so a project can be created
 //! anywhere, and it carries its own copy of the WIT world: nothing in it refers back to a
-//! toolhost checkout (the C template needs the `toolhost-guest-build` helper on PATH).
+//! toolhost checkout: the Rust template carries a copy of the SDK, the C template builds with
+//! `toolhost guest`, and each ships a `toolhost-test.toml` its build script runs.
 
 use crate::setup::GlobalArgs;
 use anyhow::{Context, Result, bail};
@@ -55,6 +56,22 @@ world tool {
 }
 "#;
 
+/// The step every template's build script ends with: the contract and the cases.
+const TEST_STEP: &str = r#"# The contract and the cases of toolhost-test.toml (TOOLHOST_NO_TEST=1 skips this).
+if [ -z "${TOOLHOST_NO_TEST:-}" ]; then
+    if command -v "${TOOLHOST:-toolhost}" >/dev/null; then
+        "${TOOLHOST:-toolhost}" test .
+    else
+        echo "toolhost is not on PATH (or in \$TOOLHOST): skipping \`toolhost test\`" >&2
+    fi
+fi"#;
+
+/// The Rust SDK, copied into Rust projects (its manifest stands alone; its WIT is inside).
+const SDK_MANIFEST: &str = include_str!("../../../../plugins/sdk/Cargo.toml");
+const SDK_LIB: &str = include_str!("../../../../plugins/sdk/src/lib.rs");
+const SDK_WIT_PACKAGE: &str = include_str!("../../../../plugins/sdk/wit/tool@0.1.0/package.wit");
+const SDK_WIT_TYPES: &str = include_str!("../../../../plugins/sdk/wit/tool@0.1.0/types.wit");
+
 /// `(path in the project, contents, executable)`.
 type File = (String, String, bool);
 
@@ -77,9 +94,7 @@ impl NewCommand {
             "  try:    toolhost --tools {shown}/dist --allow {name} call {name} '{{\"path\":\"README.md\"}}'"
         );
         if self.lang == Lang::C {
-            crate::output::outln!(
-                "  (needs clang + wasi-libc, and toolhost-guest-build on PATH or in $TOOLHOST_GUEST_BUILD: see build.sh)"
-            );
+            crate::output::outln!("  (needs clang + wasi-libc, and toolhost on PATH or in $TOOLHOST: see build.sh)");
         }
         Ok(0)
     }
@@ -115,18 +130,26 @@ fn fill(template: &str, name: &str) -> String {
         .replace("{{crate}}", &krate)
         .replace("{{crate_file}}", &krate.replace('-', "_"))
         .replace("{{world}}", "tool")
+        .replace("{{test}}", TEST_STEP)
 }
 
 fn files(lang: Lang, name: &str) -> Vec<File> {
     let f = |t: &str| fill(t, name);
     let file = |path: &str, text: String, executable: bool| -> File { (path.to_string(), text, executable) };
     let wit = |dir: &str, name: &str, text: &str| -> File { (format!("{dir}/{name}"), text.to_string(), false) };
-    let mut files = vec![file(".gitignore", "/dist\n/build\n/target\n/.venv\n/node_modules\n".into(), false)];
+    let mut files = vec![
+        file(".gitignore", "/dist\n/build\n/target\n/.venv\n/node_modules\n".into(), false),
+        file("toolhost-test.toml", f(include_str!("../../templates/toolhost-test.toml")), false),
+    ];
     match lang {
         Lang::Rust => files.extend([
             file("Cargo.toml", f(include_str!("../../templates/rust/Cargo.toml")), false),
             file("src/lib.rs", f(include_str!("../../templates/rust/src/lib.rs")), false),
             file("build.sh", f(include_str!("../../templates/rust/build.sh")), true),
+            file("toolhost-sdk/Cargo.toml", SDK_MANIFEST.to_string(), false),
+            file("toolhost-sdk/src/lib.rs", SDK_LIB.to_string(), false),
+            wit("toolhost-sdk/wit/tool@0.1.0", "package.wit", SDK_WIT_PACKAGE),
+            wit("toolhost-sdk/wit/tool@0.1.0", "types.wit", SDK_WIT_TYPES),
         ]),
         Lang::Python => files.extend([
             file("app.py", f(include_str!("../../templates/python/app.py")), false),
@@ -161,8 +184,10 @@ fn files(lang: Lang, name: &str) -> Vec<File> {
             file("build.sh", f(include_str!("../../templates/c/build.sh")), true),
         ]),
     }
-    files.push(wit("wit/tool@0.1.0", "package.wit", WIT_PACKAGE));
-    files.push(wit("wit/tool@0.1.0", "types.wit", WIT_TYPES));
+    if lang != Lang::Rust {
+        files.push(wit("wit/tool@0.1.0", "package.wit", WIT_PACKAGE));
+        files.push(wit("wit/tool@0.1.0", "types.wit", WIT_TYPES));
+    }
     files
 }
 
@@ -211,7 +236,16 @@ mod tests {
             }
         }
         let rust = files(Lang::Rust, "My_Tool");
+        assert!(rust.iter().any(|(p, _, _)| p == "toolhost-sdk/wit/tool@0.1.0/types.wit"), "the SDK travels with it");
         let cargo = &rust.iter().find(|(p, _, _)| p == "Cargo.toml").unwrap().1;
         assert!(cargo.contains("name = \"my-tool\""), "{cargo}");
+    }
+
+    /// The SDK carries a copy of the WIT world (so it builds and packages on its own): the
+    /// copy must be the world the host implements.
+    #[test]
+    fn the_sdk_binds_the_repository_wit() {
+        assert_eq!(SDK_WIT_PACKAGE, WIT_PACKAGE, "plugins/sdk/wit/tool@0.1.0/package.wit differs from wit/");
+        assert_eq!(SDK_WIT_TYPES, WIT_TYPES, "plugins/sdk/wit/tool@0.1.0/types.wit differs from wit/");
     }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build {{name}} into dist/{{name}}.wasm; then: toolhost --tools dist call {{name}} '{"path":"README.md"}'
+# Build {{name}} into dist/{{name}}.wasm and test it; then: toolhost --tools dist call {{name}} '{"path":"README.md"}'
 # Installs the locked build dependencies (componentize-js) with `npm ci` the first time, or
 # links $TOOLHOST_NODE_MODULES (an existing node_modules with the same lock) instead.
 set -euo pipefail
@@ -13,3 +13,4 @@ if [ ! -d node_modules/@bytecodealliance/componentize-js ]; then
 fi
 mkdir -p dist
 node build.mjs tool.js wit {{world}} dist/{{name}}.wasm
+{{test}}

@@ -67,6 +67,8 @@ class Tool(exports.Tool):
             raise Err(ToolError_InvalidInput(f"{path}: no such file (or outside the grant)"))
         except PermissionError as e:
             raise Err(ToolError_Denied(f"{path}: {e}"))
+        except (OSError, ValueError) as e:  # a directory, a NUL in the name, …
+            raise Err(ToolError_InvalidInput(f"{path}: {e}"))
         lines = data.count(b"\n")
         text = f"{path}: {lines} lines, {len(data)} bytes"
         return ToolOutput(content=[ContentBlock_Text(text)], context_updates=[])

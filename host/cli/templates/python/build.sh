@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build {{name}} into dist/{{name}}.wasm; then: toolhost --tools dist call {{name}} '{"path":"README.md"}'
+# Build {{name}} into dist/{{name}}.wasm and test it; then: toolhost --tools dist call {{name}} '{"path":"README.md"}'
 # Uses $COMPONENTIZE_PY if set, else a virtualenv in .venv with the pinned componentize-py.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -12,3 +12,4 @@ if [ -z "${COMPONENTIZE_PY:-}" ]; then
 fi
 mkdir -p dist
 PYTHONDONTWRITEBYTECODE=1 "$COMPONENTIZE_PY" -d wit/tool@0.1.0 -w plugin componentize app -o dist/{{name}}.wasm
+{{test}}

@@ -10,6 +10,7 @@ pub(crate) mod options;
 pub(crate) mod outcome;
 pub(crate) mod permission;
 pub(crate) mod pipeline;
+pub(crate) mod probe;
 pub(crate) mod refusal;
 pub(crate) mod result;
 pub(crate) mod spill;

@@ -1,78 +1,56 @@
 //! {{name}}: a toolhost tool. It counts the lines and bytes of a file in the workspace; change
-//! `schema`, `validate` and `call` to make it yours. Build with `./build.sh`, try it with
-//! `toolhost --tools dist call {{name}} '{"path":"README.md"}'`.
-//!
-//! (Inside the toolhost repository you may prefer the typed SDK in plugins/sdk, which derives
-//! the schema from a struct; this template uses wit-bindgen directly so it builds anywhere.)
+//! `Input`, `validate` and `call` to make it yours. Build and test with `./build.sh`, try it
+//! with `toolhost --tools dist call {{name}} '{"path":"README.md"}'`.
 
-wit_bindgen::generate!({ path: "wit/tool@0.1.0", world: "plugin" });
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolhost_sdk::{Capability, Output, Tool, ToolError, export_tool};
 
-use exports::toolhost::tool::tool::Guest;
-use serde_json::Value;
-use toolhost::tool::host;
-use toolhost::tool::types::{Capability, ContentBlock, ToolError, ToolOutput, ToolSchema};
-
-const NAME: &str = "{{name}}";
-
-const SCHEMA: &str = r#"{
-  "$schema": "https://json-schema.org/draft/2020-12/schema",
-  "type": "object",
-  "properties": {
-    "path": { "type": "string", "description": "A file, relative to the workspace or absolute." }
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}"#;
-
-struct Tool;
-
-fn path_of(input: &str) -> Result<String, String> {
-    let v: Value = serde_json::from_str(input).map_err(|e| format!("input is not JSON: {e}"))?;
-    v["path"].as_str().map(str::to_string).ok_or_else(|| "`path` must be a string".to_string())
+/// The input. Its JSON Schema is derived from this struct: the doc comments become the
+/// descriptions the model reads, and unknown properties are refused.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(example = example())]
+struct Input {
+    /// A file, relative to the workspace or absolute.
+    path: String,
 }
 
-impl Guest for Tool {
-    fn schema() -> ToolSchema {
-        ToolSchema {
-            name: NAME.into(),
-            description: "Counts the lines and bytes of a file in the workspace.".into(),
-            input_schema: SCHEMA.into(),
-            permission_subject: Some("/path".into()), // what permission rules match
-            read_only: true,                           // never writes: may run in parallel
-            capabilities: vec![Capability::FsRead(".".into())], // the most it may be granted
-        }
+/// An input the schema shows the model (and `toolhost test` checks against the schema).
+fn example() -> toolhost_sdk::serde_json::Value {
+    toolhost_sdk::serde_json::json!({"path": "README.md"})
+}
+
+struct ThisTool;
+
+impl Tool for ThisTool {
+    type Input = Input;
+    const NAME: &'static str = "{{name}}";
+    const DESCRIPTION: &'static str = "Counts the lines and bytes of a file in the workspace.";
+    /// What permission rules match: `{{name}}(src/**)` allows files under src/.
+    const PERMISSION_SUBJECT: Option<&'static str> = Some("/path");
+    /// Never writes: runs without asking inside the workspace, and beside other calls.
+    const READ_ONLY: bool = true;
+
+    /// The most it may ever be granted.
+    fn capabilities() -> Vec<Capability> {
+        vec![Capability::FsRead(".".into())]
     }
 
-    fn is_concurrency_safe(_input: String) -> bool {
-        true
-    }
-
-    // Runs with no capabilities at all: decide from the input alone.
-    fn validate(input: String) -> Result<(), String> {
-        if path_of(&input)?.trim().is_empty() {
-            return Err(format!("{NAME}: `path` is empty; give a file such as \"README.md\""));
+    /// Runs with no capabilities at all: decide from the input alone.
+    fn validate(input: &Input) -> Result<(), String> {
+        if input.path.trim().is_empty() {
+            return Err("`path` is empty; give a file such as \"README.md\"".into());
         }
         Ok(())
     }
 
-    fn call(input: String) -> Result<ToolOutput, ToolError> {
-        let path = path_of(&input).map_err(ToolError::InvalidInput)?;
-        // Granted directories are preopened at their absolute paths only: change into the
-        // workspace so that relative paths resolve against it.
-        if let Some(ws) = host::context_get("toolhost.workspace").and_then(|j| serde_json::from_str::<String>(&j).ok()) {
-            let _ = std::env::set_current_dir(ws);
-        }
-        let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => ToolError::InvalidInput(format!("{path}: no such file (or outside the grant)")),
-            std::io::ErrorKind::PermissionDenied => ToolError::Denied(format!("{path}: {e}")),
-            _ => ToolError::Failed(format!("{path}: {e}")),
-        })?;
+    /// Runs in the workspace (relative paths resolve against it) with the granted files.
+    fn call(input: Input) -> Result<Output, ToolError> {
+        let bytes = std::fs::read(&input.path).map_err(|e| ToolError::from_io(format!("reading {}", input.path), &e))?;
         let lines = bytes.iter().filter(|&&b| b == b'\n').count();
-        Ok(ToolOutput {
-            content: vec![ContentBlock::Text(format!("{path}: {lines} lines, {} bytes", bytes.len()))],
-            context_updates: vec![],
-        })
+        Ok(Output::text(format!("{}: {lines} lines, {} bytes", input.path, bytes.len())))
     }
 }
 
-export!(Tool);
+export_tool!(ThisTool);

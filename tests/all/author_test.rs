@@ -1,0 +1,212 @@
+//! `toolhost test`: each broken part of the contract is found in a component broken that way
+//! (and only there), the failing input is shrunk to the least one, and the printed command
+//! reproduces it; sound tools (the default tools, `Noop`) pass with no error; cases check
+//! outputs and `--update` records them.
+
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use toolhost_tests::cli::{assert_exit, command, run, stdout};
+use toolhost_tests::guests;
+
+/// `bytes` written as DIR/NAME.wasm in a directory of its own.
+fn component(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let sub = dir.join(name);
+    std::fs::create_dir_all(&sub).expect("dir");
+    let file = sub.join(format!("{name}.wasm"));
+    std::fs::write(&file, bytes).expect("write component");
+    file
+}
+
+/// `toolhost test ARGS --json`: its exit code and report.
+fn test_json(ws: &Path, args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["test", "--json"];
+    all.extend_from_slice(args);
+    let o = run(ws, &all);
+    let report: Value = serde_json::from_str(&stdout(&o))
+        .unwrap_or_else(|e| panic!("not a JSON report ({e}):\n{}\n{}", stdout(&o), String::from_utf8_lossy(&o.stderr)));
+    (o.status.code().unwrap_or(-1), report)
+}
+
+fn findings(report: &Value) -> Vec<Value> {
+    report["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["findings"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+fn errors(report: &Value) -> Vec<Value> {
+    findings(report).into_iter().filter(|f| f["severity"] == "error").collect()
+}
+
+/// Run a printed `reproduce:` command line with this build's binary, in `ws`.
+fn reproduce(ws: &Path, line: &str) -> std::process::Output {
+    let rest = line.strip_prefix("toolhost ").expect("a toolhost command line");
+    let rest = rest.split(" (is-concurrency-safe").next().unwrap_or(rest);
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("\"$TOOLHOST\" --workspace . {rest}"))
+        .current_dir(ws)
+        .env("TOOLHOST", toolhost_tests::cli::binary())
+        .env("TOOLHOST_CACHE_DIR", toolhost_tests::cli::cache_dir())
+        .output()
+        .expect("run the reproducing command")
+}
+
+#[test]
+fn each_broken_contract_is_found_shrunk_and_reproduced() {
+    let ws = tempfile::tempdir().expect("tempdir");
+    let ws = ws.path();
+
+    // is-concurrency-safe that answers differently each time.
+    let file = component(ws, "flaky", guests::FLAKY_SAFE);
+    let (code, report) = test_json(ws, &[file.to_str().unwrap(), "--count", "20"]);
+    assert_eq!(code, 1, "{report:#}");
+    let errs = errors(&report);
+    assert_eq!(errs.len(), 1, "one error only: {errs:#?}");
+    assert_eq!(errs[0]["check"], "determinism");
+    assert!(errs[0]["message"].as_str().unwrap().contains("`is-concurrency-safe` answered"), "{errs:#?}");
+
+    // validate that panics for count > 900: shrunk to exactly 901, and reproduced.
+    let file = component(ws, "trapv", guests::TRAP_VALIDATE);
+    let (code, report) = test_json(ws, &[file.to_str().unwrap(), "--count", "60"]);
+    assert_eq!(code, 1, "{report:#}");
+    let errs = errors(&report);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0]["check"], "validate");
+    assert!(errs[0]["message"].as_str().unwrap().starts_with("panicked"), "{errs:#?}");
+    assert_eq!(errs[0]["input"], json!({"count": 901}), "the least failing input");
+    let o = reproduce(ws, errs[0]["reproduce"].as_str().unwrap());
+    assert_exit(&o, 1);
+    assert!(stdout(&o).contains("in `validate`"), "{}", stdout(&o));
+
+    // An example the schema refuses: found with no call needed, the good example is not.
+    let file = component(ws, "example", guests::BAD_EXAMPLE);
+    let (code, report) = test_json(ws, &[file.to_str().unwrap(), "--count", "10"]);
+    assert_eq!(code, 1, "{report:#}");
+    let errs = errors(&report);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0]["check"], "examples");
+    assert_eq!(errs[0]["input"], json!({"query": "cats", "limit": "ten"}));
+
+    // Recursion as deep as the input: a stack overflow, shrunk to the least depth that
+    // overflows (one less does not), and reproduced.
+    let file = component(ws, "deep", guests::DEEP_INPUT);
+    let (code, report) = test_json(ws, &[file.to_str().unwrap(), "--count", "30"]);
+    assert_eq!(code, 1, "{report:#}");
+    let errs = errors(&report);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0]["check"], "call");
+    assert!(errs[0]["message"].as_str().unwrap().starts_with("overflowed its stack"), "{errs:#?}");
+    let depth = errs[0]["input"]["depth"].as_u64().expect("a depth");
+    assert!(depth > 100, "a real threshold, not a guess: {depth}");
+    let o = reproduce(ws, errs[0]["reproduce"].as_str().unwrap());
+    assert_exit(&o, 1);
+    let call = |d: u64| {
+        let dir = file.parent().unwrap().to_str().unwrap().to_string();
+        run(
+            ws,
+            &["--tools", &dir, "--no-default-tools", "call", "DeepInput", &json!({"depth": d}).to_string(), "--json"],
+        )
+    };
+    let at: Value = serde_json::from_str(&stdout(&call(depth))).expect("json");
+    assert_eq!(at["is_error"], true);
+    // Near the threshold: 1% less does not overflow (not one less: where the stack ends varies
+    // by a frame or so between processes).
+    let less = depth - depth / 100;
+    let below: Value = serde_json::from_str(&stdout(&call(less))).expect("json");
+    assert_ne!(below["is_error"], true, "depth {less} should not overflow: {below}");
+}
+
+#[test]
+fn sound_tools_pass_with_no_error() {
+    let ws = tempfile::tempdir().expect("tempdir");
+    let ws = ws.path();
+    let mut files = vec![component(ws, "noop", guests::NOOP)];
+    for name in ["Read", "Write", "Edit", "Glob", "Grep", "LS", "WebFetch"] {
+        files.push(component(ws, name, toolhost_default_tools::get(name).expect("default tool")));
+    }
+    for file in files {
+        let (code, report) = test_json(ws, &[file.to_str().unwrap(), "--count", "40", "--seed", "7"]);
+        assert_eq!(errors(&report), Vec::<Value>::new(), "{}: {report:#}", file.display());
+        assert_eq!(code, 0);
+        // Every generated input reached the tool: `validate` twice each (calls follow only
+        // what `validate` accepts), and the schema refused near misses.
+        let counts = &report["tools"][0]["counts"];
+        let generated = counts["generated"].as_u64().unwrap();
+        assert!(generated >= 20, "{}: {counts}", file.display());
+        assert!(counts["probes"].as_u64().unwrap() >= 2 * generated, "{}: {counts}", file.display());
+        assert!(counts["calls"].as_u64().unwrap() > 0, "{}: {counts}", file.display());
+        assert!(counts["near_misses_refused"].as_u64().unwrap() > 0, "{}: {counts}", file.display());
+    }
+}
+
+#[test]
+fn cases_check_outputs_and_update_records_them() {
+    let ws = tempfile::tempdir().expect("tempdir");
+    let project = ws.path().join("project");
+    std::fs::create_dir_all(project.join("dist")).expect("dist");
+    std::fs::write(project.join("dist/Read.wasm"), toolhost_default_tools::get("Read").unwrap()).expect("write");
+    let cases = r#"# Cases for Read.
+
+[[case]]
+name = "reads a laid-out file"
+input = { file_path = "notes/a.txt" }
+files = { "notes/a.txt" = "alpha\nbeta\n" }
+[case.expect]
+contains = ["alpha", "beta"]
+is_error = false
+
+[[case]]
+name = "expects the wrong text"
+input = { file_path = "b.txt" }
+files = { "b.txt" = "gamma\n" }
+[case.expect]
+contains = "delta"
+
+[[case]]
+name = "an input the schema refuses"
+input = { file_path = 5 }
+"#;
+    std::fs::write(project.join("toolhost-test.toml"), cases).expect("write cases");
+    let (code, report) = test_json(ws.path(), &[project.to_str().unwrap(), "--count", "5"]);
+    assert_eq!(code, 1, "{report:#}");
+    let errs = errors(&report);
+    let messages: Vec<&str> = errs.iter().map(|f| f["message"].as_str().unwrap()).collect();
+    assert_eq!(errs.len(), 2, "{messages:#?}");
+    assert!(
+        messages[0].contains("expects the wrong text") && messages[0].contains("does not contain \"delta\""),
+        "{messages:#?}"
+    );
+    assert!(messages[1].contains("an input the schema refuses") && messages[1].contains("schema"), "{messages:#?}");
+    assert_eq!(report["tools"][0]["counts"]["cases"], 3);
+
+    // --update records what each case returned, the comment staying; what else a case asserts
+    // is still checked (a wrong `contains` and the refused input still fail the run).
+    let o =
+        command(ws.path()).args(["test", project.to_str().unwrap(), "--count", "5", "--update"]).output().expect("run");
+    assert_exit(&o, 1);
+    assert!(stdout(&o).contains("does not contain \"delta\""), "{}", stdout(&o));
+    let updated = std::fs::read_to_string(project.join("toolhost-test.toml")).expect("read");
+    assert!(updated.starts_with("# Cases for Read."), "{updated}");
+    assert!(updated.contains("gamma"), "{updated}");
+    // The last table written is the third case's new `[case.expect]`.
+    assert!(updated.trim_end().ends_with("is_error = true"), "{updated}");
+    let fixed = format!("{updated}outcome = \"schema_error\"\n").replace("contains = \"delta\"\n", "");
+    std::fs::write(project.join("toolhost-test.toml"), fixed).expect("write");
+    let (code, report) = test_json(ws.path(), &[project.to_str().unwrap(), "--count", "5"]);
+    assert_eq!(code, 0, "{report:#}");
+}
+
+#[test]
+fn nothing_to_test_is_a_usage_error() {
+    let ws = tempfile::tempdir().expect("tempdir");
+    let o = run(ws.path(), &["test"]);
+    toolhost_tests::cli::fails(&o, "no component");
+    std::fs::write(ws.path().join("toolhost-test.toml"), "[[case]]\nname = 1\n").expect("write");
+    std::fs::create_dir(ws.path().join("dist")).expect("dist");
+    std::fs::write(ws.path().join("dist/noop.wasm"), guests::NOOP).expect("write");
+    let o = run(ws.path(), &["test", "--count", "1"]);
+    toolhost_tests::cli::fails(&o, "toolhost-test.toml");
+}
