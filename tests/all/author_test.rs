@@ -210,3 +210,66 @@ fn nothing_to_test_is_a_usage_error() {
     let o = run(ws.path(), &["test", "--count", "1"]);
     toolhost_tests::cli::fails(&o, "toolhost-test.toml");
 }
+
+/// A function component whose `explode` traps two calls deep, in functions that have names
+/// (its name section), so a backtrace can say where.
+fn named_trap_component() -> Vec<u8> {
+    wat::parse_str(
+        r#"(component
+             (core module $m
+               (func $inner (param i32) (result i32) unreachable)
+               (func $outer (param i32) (result i32) local.get 0 call $inner i32.const 1 i32.add)
+               (func (export "explode") (param i32) (result i32) local.get 0 call $outer))
+             (core instance $i (instantiate $m))
+             (func (export "explode") (param "n" u32) (result u32) (canon lift (core func $i "explode"))))"#,
+    )
+    .expect("valid component text")
+}
+
+#[test]
+fn verbose_calls_and_traces_show_steps_stderr_progress_and_the_guest_backtrace() {
+    let ws = tempfile::tempdir().expect("tempdir");
+    let tools = ws.path().join("tools");
+    std::fs::create_dir(&tools).expect("dir");
+    std::fs::write(tools.join("panic.wasm"), guests::PANIC).expect("write");
+    std::fs::write(tools.join("progress.wasm"), guests::PROGRESS).expect("write");
+    std::fs::write(tools.join("explode.wasm"), named_trap_component()).expect("write");
+    let trace = ws.path().join("trace.jsonl");
+    let call = |tool: &str, input: &str| {
+        let trace = trace.to_str().unwrap();
+        let args = [
+            "-v",
+            "--tools",
+            "tools",
+            "--no-default-tools",
+            "--permission-mode",
+            "bypass",
+            "call",
+            tool,
+            input,
+            "--trace",
+            trace,
+        ];
+        let o = run(ws.path(), &args);
+        let line: Value =
+            serde_json::from_str(std::fs::read_to_string(trace).expect("trace written").trim()).expect("one JSON line");
+        (String::from_utf8_lossy(&o.stderr).into_owned(), line)
+    };
+
+    let (stderr, line) = call("Panic", "{}");
+    assert_eq!(line["outcome"], "panic");
+    let steps: Vec<&str> = line["steps"].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["schema", "validate", "hooks_before", "permission", "instantiate", "call", "hooks_after"]);
+    assert!(line["stderr"].as_str().unwrap().contains("boom: the tool panicked on purpose"), "{line}");
+    assert!(stderr.contains("steps: schema") && stderr.contains("| ") && stderr.contains("boom"), "{stderr}");
+
+    let (_, line) = call("Progress", "{}");
+    assert_eq!(line["outcome"], "success");
+    assert_eq!(line["progress"], json!(["step 1", "step 2"]));
+
+    let (stderr, line) = call("explode", r#"{"n":1}"#);
+    assert_eq!(line["outcome"], "trap");
+    let frames: Vec<&str> = line["backtrace"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    assert!(frames[0].starts_with("inner") && frames[1].starts_with("outer"), "innermost first, by name: {frames:?}");
+    assert!(stderr.contains("guest backtrace") && stderr.contains("inner"), "{stderr}");
+}

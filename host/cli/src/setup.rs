@@ -135,9 +135,15 @@ pub fn cache_dir() -> Option<PathBuf> {
 /// Build the runtime and load every tool, for a command that makes one call or none (no pool
 /// of instances to reserve). One tool failing to load never stops the others.
 pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
+    load_traced(args, verbose_events, None).await
+}
+
+/// [`load`], also writing each call's trace (its steps' times, the tool's progress messages
+/// and stderr, a trap's guest backtrace) as a JSON line to `trace_file`.
+pub async fn load_traced(args: &GlobalArgs, verbose_events: bool, trace_file: Option<&Path>) -> Result<Loaded> {
     let config = load_config(args)?;
     crate::pins::check(args, &config, OnWidening::AskOnTerminal)?;
-    let (events, decider) = terminal_events_and_asks(verbose_events, None)?;
+    let (events, decider) = terminal_events_and_asks(verbose_events, None, trace_file)?;
     build_and_load(args, config, events, decider, None, false).await
 }
 
@@ -150,7 +156,7 @@ pub async fn load_unpinned(args: &GlobalArgs) -> Result<Loaded> {
     // Nothing is called, so nothing is audited; and a config nobody trusted yet must not name
     // a file for the host to open (it would be created, wherever it points).
     config.audit = Default::default();
-    let (events, _) = terminal_events_and_asks(false, None)?;
+    let (events, _) = terminal_events_and_asks(false, None, None)?;
     build_and_load(args, config, events, None, None, false).await
 }
 
@@ -159,7 +165,7 @@ pub async fn load_unpinned(args: &GlobalArgs) -> Result<Loaded> {
 pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_file: Option<&Path>) -> Result<Loaded> {
     let config = load_config(args)?;
     crate::pins::check(args, &config, OnWidening::AskOnTerminal)?;
-    let (events, decider) = terminal_events_and_asks(verbose_events, events_file)?;
+    let (events, decider) = terminal_events_and_asks(verbose_events, events_file, None)?;
     build_and_load(args, config, events, decider, None, true).await
 }
 
@@ -168,9 +174,14 @@ pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_fi
 fn terminal_events_and_asks(
     verbose_events: bool,
     events_file: Option<&Path>,
+    trace_file: Option<&Path>,
 ) -> Result<(toolhost::EventSink, Option<Arc<dyn toolhost::PermissionDecider>>)> {
-    let display = Arc::new(if live_progress() { Display::live() } else { Display::Plain { verbose: verbose_events } });
-    let events = event_printer(display.clone(), events_file)?;
+    let display = Arc::new(if live_progress() {
+        Display::live(verbose_events)
+    } else {
+        Display::Plain { verbose: verbose_events }
+    });
+    let events = event_printer(display.clone(), events_file, trace_file)?;
     let pause: crate::ask::Pause = Arc::new(move |paused| display.pause(paused));
     let decider = crate::ask::TtyDecider::if_interactive(Some(pause))
         .map(|d| Arc::new(d) as Arc<dyn toolhost::PermissionDecider>);
@@ -467,12 +478,23 @@ pub fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Events on stderr (a live display on a terminal, plain lines otherwise) and, with
 /// `--events FILE`, as JSON lines in that file. Never on stdout: that is data.
-fn event_printer(display: Arc<Display>, events_file: Option<&Path>) -> Result<toolhost::EventSink> {
+fn event_printer(
+    display: Arc<Display>,
+    events_file: Option<&Path>,
+    trace_file: Option<&Path>,
+) -> Result<toolhost::EventSink> {
     let file = match events_file {
         Some(p) => Some(std::sync::Mutex::new(new_file(p).with_context(|| format!("--events {}", p.display()))?)),
         None => None,
     };
+    let traces = match trace_file {
+        Some(p) => Some(Traces::new(new_file(p).with_context(|| format!("--trace {}", p.display()))?)),
+        None => None,
+    };
     Ok(Arc::new(move |event| {
+        if let Some(traces) = &traces {
+            traces.record(&event);
+        }
         if let Some(file) = &file
             && let Ok(line) = serde_json::to_string(&event)
         {
@@ -484,16 +506,91 @@ fn event_printer(display: Arc<Display>, events_file: Option<&Path>) -> Result<to
     }))
 }
 
+/// `--trace FILE`: one JSON line per finished call with its steps' times, the tool's
+/// progress messages and stderr, and a trap's guest backtrace (for the tool's author: stderr
+/// may hold anything, so it is written only where asked).
+struct Traces {
+    file: std::sync::Mutex<std::fs::File>,
+    /// Progress messages of calls still running, by id.
+    progress: std::sync::Mutex<HashMap<String, Vec<String>>>,
+}
+
+impl Traces {
+    fn new(file: std::fs::File) -> Self {
+        Traces { file: std::sync::Mutex::new(file), progress: Default::default() }
+    }
+
+    fn record(&self, event: &Event) {
+        match event {
+            Event::Progress { id, message, .. } => self
+                .progress
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(id.clone())
+                .or_default()
+                .push(message.clone()),
+            Event::Finish { id, tool, outcome, duration_ms, tier, trace, .. } => {
+                let progress = self.progress.lock().unwrap_or_else(|e| e.into_inner()).remove(id).unwrap_or_default();
+                let line = serde_json::json!({
+                    "id": id,
+                    "tool": tool,
+                    "outcome": outcome,
+                    "duration_us": u64::try_from(duration_ms.as_micros()).unwrap_or(u64::MAX),
+                    "tier": tier,
+                    "steps": trace.steps,
+                    "progress": progress,
+                    "stderr": trace.stderr,
+                    "backtrace": trace.backtrace,
+                });
+                let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+                // Like events, a trace that cannot be written never fails a call.
+                let _ = std::io::Write::write_all(&mut *f, format!("{line}\n").as_bytes());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The lines `-v` adds after a call's finish line: its steps' times, the tool's stderr, and
+/// where it trapped.
+fn trace_lines(trace: &toolhost::CallTrace) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !trace.steps.is_empty() {
+        let steps: Vec<String> = trace.steps.iter().map(|s| format!("{} {}", s.step, micros(s.micros))).collect();
+        lines.push(format!("  steps: {}", steps.join(", ")));
+    }
+    let stderr = trace.stderr.trim_end();
+    if !stderr.is_empty() {
+        lines.push("  stderr:".to_string());
+        lines.extend(stderr.lines().map(|l| format!("    | {l}")));
+    }
+    if !trace.backtrace.is_empty() {
+        lines.push("  guest backtrace (innermost first):".to_string());
+        lines.extend(trace.backtrace.iter().map(|f| format!("    {f}")));
+    }
+    lines
+}
+
+fn micros(us: u64) -> String {
+    if us >= 10_000 { format!("{:.1} ms", us as f64 / 1000.0) } else { format!("{us} µs") }
+}
+
 /// How events are shown on stderr: a live spinner per running call on a terminal, plain lines
-/// otherwise (progress always; start and finish with `-v`).
+/// otherwise (progress always; start and finish, with each call's trace, with `-v`).
 enum Display {
-    Live { bars: indicatif::MultiProgress, running: std::sync::Mutex<HashMap<String, indicatif::ProgressBar>> },
-    Plain { verbose: bool },
+    Live {
+        bars: indicatif::MultiProgress,
+        running: std::sync::Mutex<HashMap<String, indicatif::ProgressBar>>,
+        verbose: bool,
+    },
+    Plain {
+        verbose: bool,
+    },
 }
 
 impl Display {
-    fn live() -> Self {
-        Display::Live { bars: indicatif::MultiProgress::new(), running: std::sync::Mutex::new(HashMap::new()) }
+    fn live(verbose: bool) -> Self {
+        Display::Live { bars: indicatif::MultiProgress::new(), running: std::sync::Mutex::new(HashMap::new()), verbose }
     }
 
     /// Hide the live display while a question is on the terminal, and bring it back.
@@ -526,12 +623,15 @@ impl Display {
                 }
                 Event::Progress { tool, message, .. } => eprintln!("{tool}: {message}"),
                 Event::Start { id, tool } if *verbose => eprintln!("start {tool} ({id})"),
-                Event::Finish { id, tool, outcome, duration_ms, .. } if *verbose => {
-                    eprintln!("finish {tool} ({id}): {outcome} in {:.1} ms", duration_ms.as_secs_f64() * 1000.0)
+                Event::Finish { id, tool, outcome, duration_ms, trace, .. } if *verbose => {
+                    eprintln!("finish {tool} ({id}): {outcome} in {:.1} ms", duration_ms.as_secs_f64() * 1000.0);
+                    for line in trace_lines(&trace) {
+                        eprintln!("{line}");
+                    }
                 }
                 _ => {}
             },
-            Display::Live { bars, running } => {
+            Display::Live { bars, running, verbose } => {
                 let mut running = running.lock().unwrap_or_else(|e| e.into_inner());
                 match event {
                     Event::Start { id, tool } => {
@@ -550,7 +650,7 @@ impl Display {
                             let _ = bars.println(format!("{tool}: {message}"));
                         }
                     },
-                    Event::Finish { id, tool, outcome, duration_ms, .. } => {
+                    Event::Finish { id, tool, outcome, duration_ms, trace, .. } => {
                         if let Some(bar) = running.remove(&id) {
                             bar.finish_and_clear();
                             bars.remove(&bar);
@@ -560,6 +660,11 @@ impl Display {
                             "{mark} {tool} ({id}): {outcome} in {:.1} ms",
                             duration_ms.as_secs_f64() * 1000.0
                         ));
+                        if *verbose {
+                            for line in trace_lines(&trace) {
+                                let _ = bars.println(line);
+                            }
+                        }
                     }
                     _ => {}
                 }

@@ -98,6 +98,10 @@ pub enum Event {
         /// The tier of the code the tool ran (`baseline` while its optimised code is being
         /// compiled); `None` when no code of it ran.
         tier: Option<crate::Tier>,
+        /// Its steps' times, its guest's stderr and a trap's guest backtrace: never serialized
+        /// with the event (stderr may hold anything), shown to a person who asks for it.
+        #[serde(skip)]
+        trace: Arc<crate::CallTrace>,
     },
 }
 

@@ -22,6 +22,11 @@ pub struct CallCommand {
     /// Keep the session's context map in FILE between calls (so Edit works after Read).
     #[arg(long, value_name = "FILE")]
     session: Option<PathBuf>,
+    /// Write the call's trace to FILE as a JSON line: each step's time (schema, validate,
+    /// hooks, permission, instantiate, call), the tool's progress messages and stderr, and a
+    /// trap's guest backtrace. `-v` prints the same on stderr.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 impl CallCommand {
@@ -41,7 +46,10 @@ impl CallCommand {
         if let Some(path) = &self.session {
             global.protect.push((path.clone(), "the session file in use".into()));
         }
-        let loaded = setup::load(&global, global.verbose > 0).await?;
+        if let Some(path) = &self.trace {
+            global.protect.push((path.clone(), "the trace file in use".into()));
+        }
+        let loaded = setup::load_traced(&global, global.verbose > 0, self.trace.as_deref()).await?;
         let session = match &self.session {
             Some(path) if path.symlink_metadata().is_ok() => {
                 let text = setup::read_own_file(path).with_context(|| format!("reading session {}", path.display()))?;

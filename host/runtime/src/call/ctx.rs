@@ -36,6 +36,8 @@ pub(crate) struct CallCtx<'a> {
     pub hosts: crate::sandbox::net::HostLog,
     /// The tier of the code the call's last export ran (reported in [`Event::Finish`]).
     pub tier: std::sync::Mutex<Option<crate::Tier>>,
+    /// Where its time went and what its guest said (reported in [`Event::Finish`]).
+    pub trace: std::sync::Mutex<crate::CallTrace>,
 }
 
 impl<'a> CallCtx<'a> {
@@ -54,6 +56,7 @@ impl<'a> CallCtx<'a> {
             options,
             hosts: crate::sandbox::net::HostLog::default(),
             tier: std::sync::Mutex::new(None),
+            trace: std::sync::Mutex::default(),
         }
     }
 
@@ -63,6 +66,11 @@ impl<'a> CallCtx<'a> {
 
     pub(crate) fn name(&self) -> &str {
         &self.tool.info.name
+    }
+
+    /// Add the time since `started` to `step` of the call's trace.
+    pub(crate) fn step(&self, step: &'static str, started: std::time::Instant) {
+        self.trace.lock().unwrap_or_else(|e| e.into_inner()).add(step, started.elapsed());
     }
 
     pub(crate) fn cancel(&self) -> &CancellationToken {

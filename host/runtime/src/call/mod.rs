@@ -14,5 +14,6 @@ pub(crate) mod probe;
 pub(crate) mod refusal;
 pub(crate) mod result;
 pub(crate) mod spill;
+pub(crate) mod trace;
 
 pub use options::{CallOptions, Progress, ProgressFn};

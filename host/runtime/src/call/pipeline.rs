@@ -64,7 +64,7 @@ impl Runtime {
     /// [`Event::Finish`] every call has, so the audit log has its line.
     pub fn interrupted(&self, tool_use: &ToolUse) -> ToolResult {
         let result = Refusal::interrupted().into_result(&tool_use.id);
-        self.finished(tool_use, &result, Duration::ZERO, Vec::new(), None);
+        self.finished(tool_use, &result, Duration::ZERO, Vec::new(), None, Arc::default());
         result
     }
 
@@ -111,12 +111,16 @@ impl Runtime {
         options: &CallOptions,
     ) -> (ToolResult, Updates) {
         let started = Instant::now();
-        let (result, updates, hosts, tier) = match self.tools.get(&tool_use.name) {
-            None => {
-                (Refusal::unknown_tool(&tool_use.name).into_result(&tool_use.id), Updates::default(), Vec::new(), None)
-            }
+        let (result, updates, hosts, tier, trace) = match self.tools.get(&tool_use.name) {
+            None => (
+                Refusal::unknown_tool(&tool_use.name).into_result(&tool_use.id),
+                Updates::default(),
+                Vec::new(),
+                None,
+                Arc::default(),
+            ),
             Some(_) if options.cancel.is_cancelled() => {
-                (Refusal::interrupted().into_result(&tool_use.id), Updates::default(), Vec::new(), None)
+                (Refusal::interrupted().into_result(&tool_use.id), Updates::default(), Vec::new(), None, Arc::default())
             }
             Some(tool) => {
                 // A check made against another runtime's tool of that name counts for nothing.
@@ -125,10 +129,11 @@ impl Runtime {
                 let (result, updates) = self.run_tool(&cx, schema).await;
                 let hosts = cx.hosts.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
                 let tier = *cx.tier.lock().unwrap_or_else(|e| e.into_inner());
-                (result, updates, hosts, tier)
+                let trace = std::mem::take(&mut *cx.trace.lock().unwrap_or_else(|e| e.into_inner()));
+                (result, updates, hosts, tier, Arc::new(trace))
             }
         };
-        self.finished(tool_use, &result, started.elapsed(), hosts, tier);
+        self.finished(tool_use, &result, started.elapsed(), hosts, tier, trace);
         (result, updates)
     }
 
@@ -140,6 +145,7 @@ impl Runtime {
         duration: Duration,
         hosts: Vec<String>,
         tier: Option<crate::Tier>,
+        trace: Arc<crate::CallTrace>,
     ) {
         self.emit(|| Event::Finish {
             id: tool_use.id.clone(),
@@ -160,6 +166,7 @@ impl Runtime {
                 .sum(),
             hosts,
             tier,
+            trace,
         });
     }
 
@@ -193,7 +200,9 @@ impl Runtime {
         }
 
         // 5. PreToolUse hooks: may block, rewrite the input (checked again), add context, decide.
+        let step = Instant::now();
         let pre = self.run_hooks(cx, HookEvent::PreToolUse, &value, None, None).await;
+        cx.step("hooks_before", step);
         notes.extend(context_notes(HookEvent::PreToolUse, name, &pre));
         if pre.decision == Some(Decision::Deny) {
             let reason = pre.reason.clone().unwrap_or_else(|| format!("PreToolUse:{name} hook blocked the call"));
@@ -211,7 +220,10 @@ impl Runtime {
         }
 
         // 6. Permission.
-        let approved = self.permit(cx, &value, (pre.decision, pre.reason.as_deref())).await?;
+        let step = Instant::now();
+        let approved = self.permit(cx, &value, (pre.decision, pre.reason.as_deref())).await;
+        cx.step("permission", step);
+        let approved = approved?;
         if cx.cancel().is_cancelled() {
             return Err(Refusal::interrupted());
         }
@@ -221,12 +233,14 @@ impl Runtime {
         let (result, updates) = self.call_tool(cx, &input, approved).await;
 
         // 8. PostToolUse / PostToolUseFailure hooks.
+        let step = Instant::now();
         let post = if result.is_error {
             let error = Some((result.text(), result.outcome == OutcomeKind::Interrupted));
             self.run_hooks(cx, HookEvent::PostToolUseFailure, &value, None, error).await
         } else {
             self.run_hooks(cx, HookEvent::PostToolUse, &value, Some(tool_response(&result)), None).await
         };
+        cx.step("hooks_after", step);
         let event = if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
         notes.extend(context_notes(event, name, &post));
         Ok((result, updates))
@@ -241,10 +255,13 @@ impl Runtime {
         note: &str,
         schema: Option<Result<String, Refusal>>,
     ) -> Result<String, Refusal> {
+        let step = Instant::now();
         let input = match schema {
-            Some(checked) => checked?,
-            None => self.check_input(cx.tool, value, note)?,
+            Some(checked) => checked,
+            None => self.check_input(cx.tool, value, note),
         };
+        cx.step("schema", step);
+        let input = input?;
         // Only a toolhost tool has a `validate` of its own; for the other kinds the schema
         // (derived by the host) is the whole check.
         if !cx.tool.info.kind.describes_itself() {

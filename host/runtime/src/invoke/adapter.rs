@@ -75,6 +75,7 @@ impl Runtime {
             cancel: cx.cancel(),
             tls: &self.tls,
             fs,
+            trace: Some(&cx.trace),
         };
         invoke(store, export).await
     }

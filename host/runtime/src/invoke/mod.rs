@@ -166,6 +166,8 @@ pub(crate) struct InvokeCtx<'a> {
     pub tls: &'a Arc<rustls::ClientConfig>,
     /// The call's directories and filesystem rules (unused without a grant).
     pub fs: FsCall,
+    /// Where the invocation's times (and the call's stderr and trap backtrace) are recorded.
+    pub trace: Option<&'a Mutex<crate::CallTrace>>,
 }
 
 /// What the filesystem guard of a call with a grant gets.
@@ -304,28 +306,29 @@ async fn run<E: Export>(instance: &mut Instance, cx: &InvokeCtx<'_>, export: &E)
     });
 
     let instantiated = &mut instance.instance;
-    // Where an invocation's time goes (`TOOLHOST_LOG=toolhost=debug`): instantiation apart
-    // from the export itself. Clocks are read only when the line will be written.
-    let timed = tracing::enabled!(tracing::Level::DEBUG);
+    // Where an invocation's time goes (the call's trace, and `TOOLHOST_LOG=toolhost=debug`):
+    // instantiation apart from the export itself.
+    let started = Instant::now();
+    // Set inside the (Send) future, read after it: an atomic, not a Cell.
+    let instantiating_ns = std::sync::atomic::AtomicU64::new(0);
+    let instantiating = || Duration::from_nanos(instantiating_ns.load(std::sync::atomic::Ordering::Relaxed));
     let call = async {
-        let started = timed.then(Instant::now);
         let fresh = instantiated.is_none();
         if fresh {
             *instantiated = Some(cx.pre.instantiate(&mut *store).await?);
         }
-        let ready = timed.then(Instant::now);
+        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        instantiating_ns.store(took, std::sync::atomic::Ordering::Relaxed);
         let tool = instantiated.as_ref().expect("instantiated above");
         let output = export.call(tool, &mut *store).await;
-        if let (Some(started), Some(instantiated)) = (started, ready) {
-            tracing::debug!(
-                "invoked {} {} on a {} instance: instantiate {} µs, export {} µs",
-                cx.tool,
-                E::NAME,
-                if fresh { "fresh" } else { "reused" },
-                instantiated.duration_since(started).as_micros(),
-                instantiated.elapsed().as_micros(),
-            );
-        }
+        tracing::debug!(
+            "invoked {} {} on a {} instance: instantiate {} µs, export {} µs",
+            cx.tool,
+            E::NAME,
+            if fresh { "fresh" } else { "reused" },
+            instantiating().as_micros(),
+            started.elapsed().saturating_sub(instantiating()).as_micros(),
+        );
         output
     };
     // The epoch deadline stops running guest code; this timer also covers a guest parked in
@@ -335,6 +338,22 @@ async fn run<E: Export>(instance: &mut Instance, cx: &InvokeCtx<'_>, export: &E)
         () = cx.cancel.cancelled() => return Err(Failure::interrupted()),
         outcome = tokio::time::timeout(timeout, call) => outcome,
     };
+    if let Some(trace) = cx.trace {
+        let mut trace = trace.lock().unwrap_or_else(|e| e.into_inner());
+        match E::NAME {
+            "validate" => trace.add("validate", started.elapsed()),
+            "schema" | "is-concurrency-safe" => {}
+            // The call itself, whatever the kind: its times, its stderr, where it trapped.
+            _ => {
+                trace.add("instantiate", instantiating());
+                trace.add("call", started.elapsed().saturating_sub(instantiating()));
+                trace.stderr = instance.store.data().stderr.contents().0;
+                if let Ok(Err(err)) = &outcome {
+                    trace.backtrace = crate::call::trace::backtrace(err);
+                }
+            }
+        }
+    }
     match outcome {
         Err(_) => Err(Failure::timeout(cx.tool, cx.limits)),
         Ok(Ok(output)) => Ok(E::finish(output, instance.store.data(), cx.tool)),

@@ -478,6 +478,7 @@ async fn run_schema(
         // No grant, so no request is ever sent; the shared default settings cost nothing.
         tls: &tls,
         fs: Default::default(),
+        trace: None,
     };
     match invoke(cx, GetSchema).await {
         Ok(s) => Ok(s.into()),

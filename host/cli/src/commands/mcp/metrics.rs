@@ -148,6 +148,7 @@ mod tests {
             bytes_out: 0,
             hosts: Vec::new(),
             tier: None,
+            trace: Arc::default(),
         }
     }
 
