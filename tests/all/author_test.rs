@@ -168,18 +168,25 @@ contains = "delta"
 [[case]]
 name = "an input the schema refuses"
 input = { file_path = 5 }
+
+[[case]]
+name = "a misspelt tool"
+tool = "Reed"
+input = { file_path = "b.txt" }
 "#;
     std::fs::write(project.join("toolhost-test.toml"), cases).expect("write cases");
     let (code, report) = test_json(ws.path(), &[project.to_str().unwrap(), "--count", "5"]);
     assert_eq!(code, 1, "{report:#}");
     let errs = errors(&report);
     let messages: Vec<&str> = errs.iter().map(|f| f["message"].as_str().unwrap()).collect();
-    assert_eq!(errs.len(), 2, "{messages:#?}");
+    assert_eq!(errs.len(), 3, "{messages:#?}");
     assert!(
         messages[0].contains("expects the wrong text") && messages[0].contains("does not contain \"delta\""),
         "{messages:#?}"
     );
     assert!(messages[1].contains("an input the schema refuses") && messages[1].contains("schema"), "{messages:#?}");
+    assert!(messages[2].contains("names tool \"Reed\", which no tested component has"), "{messages:#?}");
+    assert_eq!(errs[2]["fix"], "name one of: Read");
     assert_eq!(report["tools"][0]["counts"]["cases"], 3);
 
     // --update records what each case returned, the comment staying; what else a case asserts
@@ -191,9 +198,12 @@ input = { file_path = 5 }
     let updated = std::fs::read_to_string(project.join("toolhost-test.toml")).expect("read");
     assert!(updated.starts_with("# Cases for Read."), "{updated}");
     assert!(updated.contains("gamma"), "{updated}");
-    // The last table written is the third case's new `[case.expect]`.
-    assert!(updated.trim_end().ends_with("is_error = true"), "{updated}");
-    let fixed = format!("{updated}outcome = \"schema_error\"\n").replace("contains = \"delta\"\n", "");
+    // The refused input now expects its outcome; the misspelt tool is corrected.
+    assert_eq!(updated.matches("is_error = true").count(), 1, "{updated}");
+    let fixed = updated
+        .replace("contains = \"delta\"\n", "")
+        .replace("is_error = true", "is_error = true\noutcome = \"schema_error\"")
+        .replace("tool = \"Reed\"", "tool = \"Read\"");
     std::fs::write(project.join("toolhost-test.toml"), fixed).expect("write");
     let (code, report) = test_json(ws.path(), &[project.to_str().unwrap(), "--count", "5"]);
     assert_eq!(code, 0, "{report:#}");

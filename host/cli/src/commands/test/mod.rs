@@ -73,7 +73,9 @@ impl TestCommand {
         // Optimised code only: a stack overflow's depth differs between the tiers' code, and
         // the reproducing command must meet the code the test ran (the compile cache keeps it).
         let engine = ToolEngine::new(&EngineOptions::default().tiering(false))?;
-        let mut reports = Vec::new();
+        let mut reports: Vec<ToolReport> = Vec::new();
+        // Each cases file, with the index of the first report of a component it applied to.
+        let mut used: Vec<(PathBuf, cases::CasesFile, usize)> = Vec::new();
         for file in &files {
             let cases_path = self.cases.clone().or_else(|| cases_beside(file));
             let cases = match &cases_path {
@@ -87,7 +89,34 @@ impl TestCommand {
                 let n = cases::update(path, &results)?;
                 eprintln!("toolhost test: recorded the output of {n} case(s) in {}", path.display());
             }
+            if let Some(path) = cases_path
+                && !used.iter().any(|(p, _, _)| *p == path)
+            {
+                used.push((path, cases, reports.len()));
+            }
             reports.extend(tool_reports);
+        }
+        // A case naming a tool that no tested component has would never run: a typo, or the
+        // wrong file; it is not skipped in silence.
+        let tested: HashSet<String> = reports.iter().map(|r| r.tool.clone()).collect();
+        for (path, cases, first) in &used {
+            for case in &cases.case {
+                if let Some(name) = case.tool.as_ref().filter(|n| !tested.contains(*n))
+                    && let Some(report) = reports.get_mut(*first)
+                {
+                    let mut names: Vec<&String> = tested.iter().collect();
+                    names.sort();
+                    report.findings.push(Finding::error(
+                        "case",
+                        format!(
+                            "case {:?} in {} names tool {name:?}, which no tested component has",
+                            case.name,
+                            path.display()
+                        ),
+                        format!("name one of: {}", names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")),
+                    ));
+                }
+            }
         }
         let report = Report::new(self.seed, self.count, reports);
         if self.json {
