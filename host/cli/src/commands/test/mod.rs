@@ -379,10 +379,16 @@ impl<'a> ToolTest<'a> {
             Err(failure) => failure,
         };
         let Some((place, outcome)) = signature else {
-            // Not a failure to shrink (an answer that changed): reported as it is.
-            self.report_once(format!("nondeterministic:{message}"), || {
-                Finding::error("determinism", message.clone(), DETERMINISM_FIX).with_input(input.clone())
-            });
+            // Not a failure to shrink (an answer that changed): reported as it is, once per
+            // export (the message starts with its name), the other inputs counted.
+            let export = message.split_whitespace().next().unwrap_or_default();
+            let key = format!("determinism:{export}");
+            match self.seen.get_mut(&key) {
+                Some((_, more)) => *more += 1,
+                None => self.report_once(key, || {
+                    Finding::error("determinism", message.clone(), DETERMINISM_FIX).with_input(input.clone())
+                }),
+            }
             return;
         };
         let key = format!("{}:{}", place.name(), outcome.as_str());
