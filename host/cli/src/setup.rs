@@ -551,8 +551,23 @@ impl Traces {
     }
 }
 
+/// What a tool said, made safe for a terminal: control characters (escape sequences could
+/// move the cursor, rewrite earlier lines or fake a prompt) and bidirectional overrides are
+/// shown as `\u{…}` escapes; tabs stay.
+fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if (c.is_control() && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The lines `-v` adds after a call's finish line: its steps' times, the tool's stderr, and
-/// where it trapped.
+/// where it trapped (what the tool said made [`printable`]).
 fn trace_lines(trace: &toolhost::CallTrace) -> Vec<String> {
     let mut lines = Vec::new();
     if !trace.steps.is_empty() {
@@ -562,11 +577,11 @@ fn trace_lines(trace: &toolhost::CallTrace) -> Vec<String> {
     let stderr = trace.stderr.trim_end();
     if !stderr.is_empty() {
         lines.push("  stderr:".to_string());
-        lines.extend(stderr.lines().map(|l| format!("    | {l}")));
+        lines.extend(stderr.lines().map(|l| format!("    | {}", printable(l))));
     }
     if !trace.backtrace.is_empty() {
         lines.push("  guest backtrace (innermost first):".to_string());
-        lines.extend(trace.backtrace.iter().map(|f| format!("    {f}")));
+        lines.extend(trace.backtrace.iter().map(|f| format!("    {}", printable(f))));
     }
     lines
 }
@@ -621,7 +636,7 @@ impl Display {
                 Event::PermissionAsked { id, tool, answer, .. } if *verbose => {
                     eprintln!("permission {tool} ({id}): {answer}")
                 }
-                Event::Progress { tool, message, .. } => eprintln!("{tool}: {message}"),
+                Event::Progress { tool, message, .. } => eprintln!("{tool}: {}", printable(&message)),
                 Event::Start { id, tool } if *verbose => eprintln!("start {tool} ({id})"),
                 Event::Finish { id, tool, outcome, duration_ms, trace, .. } if *verbose => {
                     eprintln!("finish {tool} ({id}): {outcome} in {:.1} ms", duration_ms.as_secs_f64() * 1000.0);
@@ -645,9 +660,9 @@ impl Display {
                         running.insert(id, bar);
                     }
                     Event::Progress { id, tool, message } => match running.get(&id) {
-                        Some(bar) => bar.set_message(message),
+                        Some(bar) => bar.set_message(printable(&message)),
                         None => {
-                            let _ = bars.println(format!("{tool}: {message}"));
+                            let _ = bars.println(format!("{tool}: {}", printable(&message)));
                         }
                     },
                     Event::Finish { id, tool, outcome, duration_ms, trace, .. } => {
@@ -726,5 +741,17 @@ pub fn lower_priority() {
 pub fn hand_off_optimizing(args: &GlobalArgs, runtime: &Runtime) {
     if !runtime.engine().optimizing().is_empty() {
         compile_in_background(args);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn what_a_tool_says_cannot_drive_the_terminal() {
+        assert_eq!(printable("plain\ttext é"), "plain\ttext é");
+        assert_eq!(printable("\u{1b}[2J\u{1b}]0;title\u{7}"), "\\u{1b}[2J\\u{1b}]0;title\\u{7}");
+        assert_eq!(printable("a\rb\u{202e}c"), "a\\u{d}b\\u{202e}c");
     }
 }

@@ -237,7 +237,8 @@ struct ToolTest<'a> {
     /// Failures already reported, by key: the finding's index, and how many more inputs
     /// ended the same way.
     seen: BTreeMap<String, (usize, usize)>,
-    repro_dir: PathBuf,
+    /// Where reproducing inputs too long for a command line go.
+    inputs: report::InputFiles,
 }
 
 impl<'a> ToolTest<'a> {
@@ -259,7 +260,7 @@ impl<'a> ToolTest<'a> {
             hosts: Arc::default(),
             wrote: false,
             seen: BTreeMap::new(),
-            repro_dir: std::env::temp_dir().join(format!("toolhost-test-{}", &sha256[..12.min(sha256.len())])),
+            inputs: report::InputFiles::default(),
         }
     }
 
@@ -398,13 +399,10 @@ impl<'a> ToolTest<'a> {
         }
         self.seen.insert(key, (self.findings.len(), 0));
         let (least, message) = self.shrink(runtime, validator, input, (place, outcome), message).await;
-        let reproduce = match place {
-            Place::ConcurrencySafe => format!(
-                "{} (is-concurrency-safe runs when calls are batched; `toolhost test` calls it directly)",
-                report::call_command(self.file, &self.info.name, &least, &self.repro_dir, self.findings.len())
-            ),
-            _ => report::call_command(self.file, &self.info.name, &least, &self.repro_dir, self.findings.len()),
-        };
+        let mut reproduce = report::call_command(self.file, &self.info.name, &least, &self.inputs);
+        if place == Place::ConcurrencySafe {
+            reproduce.push_str(" (is-concurrency-safe runs when calls are batched; `toolhost test` calls it directly)");
+        }
         self.findings.push(
             Finding::error(place.name(), format!("{}: {}", outcome_words(outcome), message), fix_for(place, outcome))
                 .with_input(least)
@@ -579,13 +577,7 @@ impl<'a> ToolTest<'a> {
                     fix_for(Place::Call, outcome),
                 )
                 .with_input(input.clone())
-                .with_reproduce(report::call_command(
-                    self.file,
-                    &self.info.name,
-                    &input,
-                    &self.repro_dir,
-                    self.findings.len(),
-                )),
+                .with_reproduce(report::call_command(self.file, &self.info.name, &input, &self.inputs)),
             );
             return Some(result);
         }

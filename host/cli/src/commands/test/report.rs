@@ -165,10 +165,38 @@ fn shown(v: &Value) -> String {
 /// Longest input written into the command line itself; longer ones go to a file beside it.
 const INLINE_INPUT: usize = 2000;
 
+/// Where long reproducing inputs are written: a directory of this run's own, made (0700, a
+/// fresh name) when first needed. Never a fixed name in the shared temp directory, where
+/// anyone, a tool granted it included, could have planted a link for the host to write through.
+#[derive(Default)]
+pub struct InputFiles {
+    dir: std::sync::OnceLock<Option<std::path::PathBuf>>,
+    written: std::sync::atomic::AtomicUsize,
+}
+
+impl InputFiles {
+    /// `text` in a new file of the directory, or `None` when it cannot be written.
+    fn write(&self, text: &str) -> Option<std::path::PathBuf> {
+        let dir = self
+            .dir
+            .get_or_init(|| {
+                use std::os::unix::fs::PermissionsExt;
+                let private = std::fs::Permissions::from_mode(0o700);
+                tempfile::Builder::new().prefix("toolhost-test-").permissions(private).tempdir().ok().map(|d| d.keep())
+            })
+            .as_ref()?;
+        let n = self.written.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("input-{n}.json"));
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).ok()?;
+        std::io::Write::write_all(&mut file, text.as_bytes()).ok()?;
+        Some(path)
+    }
+}
+
 /// A `toolhost call` line that runs `input` as `tool` from `file`, as the test ran it (no other
 /// tools, every call allowed, the current directory as workspace). A long input is written to
-/// `dir` and read from stdin.
-pub fn call_command(file: &Path, tool: &str, input: &Value, dir: &Path, n: usize) -> String {
+/// a file of `files` and read from stdin.
+pub fn call_command(file: &Path, tool: &str, input: &Value, files: &InputFiles) -> String {
     let tools = file.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let head = format!(
         "toolhost --tools {} --no-default-tools --permission-mode bypass call {}",
@@ -179,10 +207,9 @@ pub fn call_command(file: &Path, tool: &str, input: &Value, dir: &Path, n: usize
     if text.len() <= INLINE_INPUT {
         return format!("{head} {}", shell_quote(&text));
     }
-    let path = dir.join(format!("{tool}-{n}.json"));
-    match std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &text)) {
-        Ok(()) => format!("{head} - < {}", shell_quote(&path.display().to_string())),
-        Err(_) => format!("{head} {}", shell_quote(&text)),
+    match files.write(&text) {
+        Some(path) => format!("{head} - < {}", shell_quote(&path.display().to_string())),
+        None => format!("{head} {}", shell_quote(&text)),
     }
 }
 
@@ -197,6 +224,25 @@ pub fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_inputs_go_to_new_files_of_a_private_directory() {
+        let files = InputFiles::default();
+        let long = serde_json::json!({"path": "x".repeat(3000)});
+        let a = call_command(Path::new("dist/T.wasm"), "T", &long, &files);
+        let b = call_command(Path::new("dist/T.wasm"), "T", &long, &files);
+        let path = |line: &str| std::path::PathBuf::from(line.rsplit(" - < ").next().unwrap().trim_matches('\''));
+        let (pa, pb) = (path(&a), path(&b));
+        assert_ne!(pa, pb);
+        assert_eq!(std::fs::read_to_string(&pa).unwrap(), long.to_string());
+        let dir = pa.parent().unwrap();
+        assert_eq!(dir, pb.parent().unwrap());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::symlink_metadata(dir).unwrap().permissions().mode() & 0o777, 0o700);
+        std::fs::remove_dir_all(dir).unwrap();
+        let short = call_command(Path::new("dist/T.wasm"), "T", &serde_json::json!({"a": 1}), &files);
+        assert!(short.ends_with(r#"'{"a":1}'"#), "{short}");
+    }
 
     #[test]
     fn quoting_keeps_a_word_whole() {
