@@ -185,7 +185,7 @@ async fn a_tool_error_and_a_denial_reach_the_model_as_is_error() {
     assert!(results[0]["content"][0]["text"].as_str().unwrap().contains("missing.txt"), "{}", results[0]);
     assert_eq!(results[1]["is_error"], json!(true));
     let denial = results[1]["content"][0]["text"].as_str().unwrap();
-    assert!(denial.contains("Permission to use Write has been denied"), "{denial}");
+    assert!(denial.starts_with("Claude requested permissions to write to "), "Claude Code's words: {denial}");
     assert!(denial.contains("--allow 'Write("), "names the rule to add: {denial}");
     assert!(results[2].get("is_error").is_none());
 }

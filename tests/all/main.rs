@@ -9,6 +9,7 @@ mod batch;
 mod boundary;
 mod cache;
 mod call_options;
+mod claude_settings;
 mod cli;
 mod config;
 mod default_tools;

@@ -56,6 +56,7 @@ impl Fixture {
             .current_dir(self.ws.path())
             .env("TOOLHOST_CACHE_DIR", cache_dir())
             .env("TOOLHOST_STATE_DIR", state_dir())
+            .env("CLAUDE_CONFIG_DIR", toolhost_tests::cli::no_claude_config())
             .env_remove("TOOLHOST_LOG")
             .env_remove("TOOLHOST_MAX_CONCURRENCY")
             .env_remove("TOOLHOST_MCP_TOKEN")

@@ -85,6 +85,11 @@ pub fn no_docker_config() -> PathBuf {
     cache_dir().join("no-docker-config")
 }
 
+/// A Claude Code configuration directory with no `settings.json` (see [`command`]).
+pub fn no_claude_config() -> PathBuf {
+    cache_dir().join("no-claude-config")
+}
+
 /// `toolhost --workspace WS`, to run in WS (so no stray `./toolhost.toml` is picked up) with
 /// the shared compile cache and none of the environment that changes its behaviour.
 pub fn command(ws: &Path) -> Command {
@@ -95,6 +100,9 @@ pub fn command(ws: &Path) -> Command {
         .env("TOOLHOST_CACHE_DIR", cache_dir())
         .env("TOOLHOST_STATE_DIR", state_dir())
         .env("DOCKER_CONFIG", no_docker_config())
+        // Claude Code's user settings: none, unless a test writes some (the user's own
+        // `~/.claude/settings.json` never reaches a test).
+        .env("CLAUDE_CONFIG_DIR", no_claude_config())
         .env_remove("TOOLHOST_LOG")
         .env_remove("TOOLHOST_MAX_CONCURRENCY")
         // CI=true means --locked; a test that wants it says so, whatever runs the tests.
@@ -176,6 +184,9 @@ pub fn run_on_a_terminal(ws: &Path, setup: impl FnOnce(&mut Command), args: &[&s
         .env("TOOLHOST_CACHE_DIR", cache_dir())
         .env("TOOLHOST_STATE_DIR", state_dir())
         .env("DOCKER_CONFIG", no_docker_config())
+        // Claude Code's user settings: none, unless a test writes some (the user's own
+        // `~/.claude/settings.json` never reaches a test).
+        .env("CLAUDE_CONFIG_DIR", no_claude_config())
         .env_remove("CI")
         .env("TERM", "xterm");
     setup(&mut script);

@@ -310,11 +310,11 @@ impl Agent {
     }
 
     /// The tools offered to the model (the runtime's, or those of
-    /// [`AgentOptions::only_tools`]), by name.
+    /// [`AgentOptions::only_tools`]), by name; never one a deny rule names as a whole.
     pub fn tool_defs(&self) -> Vec<ToolDef> {
         let only = self.options.only_tools.as_ref();
         self.runtime
-            .tools()
+            .offered_tools()
             .filter(|t| only.is_none_or(|names| names.contains(&t.info.name)))
             .map(|t| ToolDef {
                 name: t.info.name.clone(),

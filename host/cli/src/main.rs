@@ -2,6 +2,7 @@
 
 mod ask;
 mod audit;
+mod claude;
 mod commands;
 mod install;
 mod output;

@@ -75,6 +75,14 @@ impl Subject {
     }
 }
 
+/// Whether a person trusted this workspace and config (`toolhost trust`): false when nothing
+/// is pinned yet, or the pins cannot be read.
+pub fn workspace_trusted(args: &GlobalArgs) -> bool {
+    let Ok(subject) = Subject::of(args) else { return false };
+    let Ok(store) = store() else { return false };
+    matches!(store.read(&subject.workspace, Some(&subject.config)), Ok(Some(p)) if p.workspace_trusted)
+}
+
 /// The pin store, or why there is none.
 pub fn store() -> Result<PinStore, PinError> {
     let dir = state_dir()
@@ -90,7 +98,14 @@ pub fn store() -> Result<PinStore, PinError> {
 /// When the state directory cannot be used the start is judged against a config-less baseline
 /// (fail closed): what widens on that is held as above, the rest runs.
 pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Result<()> {
-    let subject = Subject::of(args)?;
+    let mut subject = Subject::of(args)?;
+    // The settings files read with the config are judged with it: name them too.
+    if let Some(claude) = &config.claude
+        && !claude.files.is_empty()
+    {
+        let files: Vec<String> = claude.files.iter().map(|(_, f)| shown(f, &subject)).collect();
+        subject.shown = format!("{} (with {})", subject.shown, files.join(", "));
+    }
     let mut current = subject.current(config);
     let (trusted, store, unconfirmed) = match store() {
         Err(e) => {

@@ -56,6 +56,11 @@ pub struct GlobalArgs {
     /// background.
     #[arg(long, global = true, env = "TOOLHOST_NO_TIERING", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_tiering: bool,
+    /// Also read this Claude Code settings file, above the user, project and local ones
+    /// (`.claude/settings.json` and the others; `claude_settings = false` in the config turns
+    /// them all off).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
     /// Files of this command the host reads or writes (a session file, an events file): no tool
     /// may write them (see [`toolhost::RuntimeBuilder::protect`]).
     #[arg(skip)]
@@ -96,12 +101,74 @@ pub struct Loaded {
     pub load_errors: Vec<String>,
 }
 
-/// The config named by `--config`, or `./toolhost.toml` if it exists, or none.
+/// The config named by `--config`, or `./toolhost.toml` if it exists, or none; with what
+/// Claude Code's settings files say merged in below it (their project allow rules only when
+/// this workspace is trusted).
 pub fn load_config(args: &GlobalArgs) -> Result<Config> {
-    match config_path(args) {
-        Some(path) => Config::load(&path).map_err(anyhow::Error::from),
-        None => Ok(Config::default()),
+    let trusted = crate::pins::workspace_trusted(args);
+    load_config_as(args, trusted)
+}
+
+/// [`load_config`], the workspace trusted or not as `trusted` says (`toolhost trust` reads
+/// what it is about to trust).
+pub fn load_config_as(args: &GlobalArgs, trusted: bool) -> Result<Config> {
+    let mut config = match config_path(args) {
+        Some(path) => Config::load(&path)?,
+        None => Config::default(),
+    };
+    if let Some(settings) = claude_settings(args, &config, trusted)? {
+        crate::claude::report_once(&settings);
+        config.merge_claude(settings);
     }
+    Ok(config)
+}
+
+/// Claude Code's settings files for this workspace, read, unless the config says
+/// `claude_settings = false` (then `--settings` is an error, not silently dropped).
+pub fn claude_settings(
+    args: &GlobalArgs,
+    config: &Config,
+    trusted: bool,
+) -> Result<Option<toolhost_policy::claude::ClaudeSettings>> {
+    use toolhost_policy::claude::{ClaudeSettings, LoadOptions};
+    if !config.reads_claude_settings() {
+        if args.settings.is_some() {
+            anyhow::bail!("--settings: the config says claude_settings = false");
+        }
+        return Ok(None);
+    }
+    let (workspace, home, paths) = settings_paths(args)?;
+    let opts = LoadOptions { workspace: &workspace, home: home.as_deref(), trusted };
+    ClaudeSettings::load(&paths, &opts).map(Some).map_err(|errors| {
+        let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("{}", shown.join("\n"))
+    })
+}
+
+/// The Claude Code settings files toolhost would read for this workspace, whether or not they
+/// exist: no tool may write them (they could allow themselves anything, or add a hook).
+pub fn claude_settings_paths(args: &GlobalArgs, config: &Config) -> Result<Vec<PathBuf>> {
+    if !config.reads_claude_settings() {
+        return Ok(Vec::new());
+    }
+    Ok(settings_paths(args)?.2.all().into_iter().map(|(_, p)| p).collect())
+}
+
+/// The workspace (canonical when it resolves), the home directory, and where the settings
+/// files are: `$CLAUDE_CONFIG_DIR` or `~/.claude`, the workspace's `.claude/`, `--settings`.
+fn settings_paths(args: &GlobalArgs) -> Result<(PathBuf, Option<PathBuf>, toolhost_policy::claude::SettingsPaths)> {
+    let workspace = workspace(args)?;
+    let workspace = workspace.canonicalize().unwrap_or(workspace);
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()).map(PathBuf::from);
+    let flag = args.settings.as_deref().map(absolute).transpose()?;
+    let paths = toolhost_policy::claude::SettingsPaths::new(
+        &workspace,
+        home.as_deref(),
+        config_dir.as_deref(),
+        flag.as_deref(),
+    );
+    Ok((workspace, home, paths))
 }
 
 /// The config file in use: `--config`, or `./toolhost.toml` if it exists.
@@ -290,6 +357,9 @@ async fn build_and_load(
     builder = builder.protect(config_file, what);
     for dir in &args.tools {
         builder = builder.protect(absolute(dir)?, "a tools directory");
+    }
+    for path in claude_settings_paths(args, &config)? {
+        builder = builder.protect(path, "a Claude Code settings file");
     }
     for path in audit_file.iter().flat_map(|f| crate::audit::paths(f)) {
         builder = builder.protect(path, "the audit log");

@@ -65,6 +65,10 @@ pub const DEFAULT_ASK_BEFORE_WRITING: &[&str] = &[
     "**/.vscode/tasks.json",
     // husky's hooks directory (git's core.hooksPath).
     ".husky/",
+    // Claude Code's settings (hooks, permission rules), hook scripts and MCP servers, which it
+    // runs, and toolhost reads.
+    "**/.claude/",
+    "**/.mcp.json",
     // Shell start-up files.
     ".bashrc",
     ".bash_profile",
@@ -313,7 +317,7 @@ impl PathPolicy {
         for rule in rules {
             let Some(path) = rule.pattern.as_ref().and_then(|p| p.path()) else { continue };
             let entry = (path.clone(), rule.to_string());
-            let own = tool_subject_is_path && rule.tool == tool;
+            let own = tool_subject_is_path && rule.names(tool);
             match rule.family() {
                 _ if own => all.push(entry),
                 Some(FileFamily::Read) => all.push(entry),

@@ -24,6 +24,14 @@ impl Grant {
         Grant { fs_write: vec![".".into()], ..Grant::default() }
     }
 
+    /// The default grant with more directories read and written as the workspace is (Claude
+    /// Code's `additionalDirectories`).
+    pub fn workspace_and(dirs: &[PathBuf]) -> Self {
+        let mut grant = Grant::workspace_read_write();
+        grant.fs_write.extend(dirs.iter().map(|d| d.display().to_string()));
+        grant
+    }
+
     /// What in the grant does not parse, one message per bad entry, each starting with its
     /// key (`net[1]: invalid network pattern "a b": …`). Such an entry grants nothing; a config
     /// holding one does not load.

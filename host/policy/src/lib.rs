@@ -30,6 +30,7 @@
 #![deny(missing_docs)]
 
 mod capability;
+pub mod claude;
 mod config;
 mod fs;
 mod grant;

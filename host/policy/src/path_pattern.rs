@@ -19,7 +19,10 @@ use std::str::FromStr;
 /// - `*` and `?` stay within one directory, `**` crosses any number of them;
 /// - a directory pattern `src/` covers the directory itself and everything under it;
 /// - whatever a pattern matches covers what is inside it, as in `.gitignore`: `.git` covers
-///   `.git/config`.
+///   `.git/config` (and a permission rule's `dir/**` covers `dir` itself, see
+///   [`PathPattern::covers`]);
+/// - case is ignored, as Claude Code ignores it (`Read(.ENV)` covers `.env`), whatever the file
+///   system.
 ///
 /// Two patterns are equal when their text is.
 ///
@@ -48,6 +51,8 @@ pub struct PathPattern {
     globs: Vec<Glob>,
     /// `globs`, matched together.
     set: GlobSet,
+    /// For `D/**`, `D` itself: what a permission rule covers besides ([`PathPattern::covers`]).
+    dir_itself: Option<globset::GlobMatcher>,
     /// The leading components without a glob character: for an anchored pattern, the directory
     /// every match lies in; for one at any depth, the names every match ends in or lies under.
     literal: Vec<String>,
@@ -105,6 +110,8 @@ impl PathPattern {
         let compile = |g: &str| {
             GlobBuilder::new(g)
                 .literal_separator(true)
+                // As Claude Code matches (the `ignore` package), whatever the file system.
+                .case_insensitive(true)
                 .build()
                 .map_err(|source| PathPatternError::Glob { pattern: pattern.to_string(), source })
         };
@@ -113,6 +120,14 @@ impl PathPattern {
             // Matching a directory covers what is inside it.
             globs.push(compile(&format!("{glob}/**"))?);
         }
+        // For a permission rule, `dir/**` names `dir` itself too, as in Claude Code (which
+        // strips a trailing `/**` before matching): a search of `secrets` is a search of what
+        // `secrets/**` names. Inside the sandbox the directory's own entry stays reachable (its
+        // contents are what is denied).
+        let dir_itself = match glob.strip_suffix("/**") {
+            Some(dir) if !dir.is_empty() && dir != "**" => Some(compile(dir)?.compile_matcher()),
+            _ => None,
+        };
         let mut set = GlobSetBuilder::new();
         for g in &globs {
             set.add(g.clone());
@@ -124,7 +139,7 @@ impl PathPattern {
         };
         let literal =
             rest.split('/').take_while(|c| !c.is_empty() && !c.contains(GLOB_META)).map(String::from).collect();
-        Ok(PathPattern { text: pattern.to_string(), absolute, anchored, globs, set, literal })
+        Ok(PathPattern { text: pattern.to_string(), absolute, anchored, globs, set, dir_itself, literal })
     }
 
     /// The pattern as written.
@@ -142,6 +157,16 @@ impl PathPattern {
     /// matches its base itself (the workspace, or `/`).
     pub fn matches(&self, path: &Path, workspace: &Path) -> bool {
         self.relative(path, workspace).is_some_and(|rel| self.set.is_match(rel))
+    }
+
+    /// Whether a permission rule with this pattern covers `path`: what [`PathPattern::matches`]
+    /// matches and, for `D/**`, the directory `D` itself (as Claude Code reads a rule).
+    pub fn covers(&self, path: &Path, workspace: &Path) -> bool {
+        self.matches(path, workspace)
+            || self
+                .dir_itself
+                .as_ref()
+                .is_some_and(|m| self.relative(path, workspace).is_some_and(|rel| m.is_match(rel)))
     }
 
     /// The compiled globs, relative to [`PathPattern::base`]: for building one set of many
@@ -176,11 +201,11 @@ impl PathPattern {
         let Ok(rel) = path.strip_prefix(base) else { return false };
         if self.anchored {
             let mut literal = self.literal.iter();
-            rel.components().all(|c| literal.next().is_some_and(|l| c.as_os_str() == OsStr::new(l)))
+            rel.components().all(|c| literal.next().is_some_and(|l| same_name(c.as_os_str(), l)))
         } else {
             (1..=self.literal.len()).any(|n| {
                 let mut tail = rel.components().rev();
-                self.literal[..n].iter().rev().all(|l| tail.next().is_some_and(|c| c.as_os_str() == OsStr::new(l)))
+                self.literal[..n].iter().rev().all(|l| tail.next().is_some_and(|c| same_name(c.as_os_str(), l)))
             })
         }
     }
@@ -197,8 +222,13 @@ impl PathPattern {
             return true;
         }
         let Ok(rel) = dir.strip_prefix(base) else { return false };
-        !self.anchored || rel.components().zip(&self.literal).all(|(c, l)| c.as_os_str() == OsStr::new(l))
+        !self.anchored || rel.components().zip(&self.literal).all(|(c, l)| same_name(c.as_os_str(), l))
     }
+}
+
+/// Whether a path component is a pattern's literal name, ignoring case as the globs do.
+fn same_name(component: &OsStr, literal: &str) -> bool {
+    component == OsStr::new(literal) || component.to_str().is_some_and(|c| c.to_lowercase() == literal.to_lowercase())
 }
 
 impl FromStr for PathPattern {
@@ -226,6 +256,23 @@ impl std::fmt::Display for PathPattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rule_covers_the_directory_of_its_double_star_and_case_is_ignored() {
+        let ws = Path::new("/w");
+        let p: PathPattern = "secrets/**".parse().unwrap();
+        assert!(!p.matches(Path::new("/w/secrets"), ws), "the sandbox keeps the entry itself reachable");
+        assert!(p.covers(Path::new("/w/secrets"), ws));
+        assert!(p.covers(Path::new("/w/SECRETS/key"), ws));
+        assert!(!p.covers(Path::new("/w/secretsx"), ws));
+        let abs: PathPattern = "//etc/ssh/**".parse().unwrap();
+        assert!(abs.covers(Path::new("/etc/ssh"), ws) && !abs.covers(Path::new("/etc"), ws));
+        let any: PathPattern = "**".parse().unwrap();
+        assert!(!any.covers(Path::new("/w"), ws));
+        let env: PathPattern = ".ENV".parse().unwrap();
+        assert!(env.matches(Path::new("/w/sub/.env"), ws));
+        assert!(env.may_hold_match(Path::new("/w/sub/.Env"), ws));
+    }
 
     #[test]
     fn matches_table() {

@@ -738,7 +738,12 @@ fn deny_wins_over_allow_for_the_same_rule() {
             let (d_deny, why_deny) = deny.decide_with_hook(mode, &req, ws(), hook);
             prop_assert_eq!((d_both, &why_both), (d_deny, &why_deny));
             // Neither an ask rule nor any number of allow rules gets past it.
-            let all = Rules { allow: vec![rule.clone()], ask: vec![rule.clone()], deny: vec![rule.clone()] };
+            let all = Rules {
+                allow: vec![rule.clone()],
+                ask: vec![rule.clone()],
+                deny: vec![rule.clone()],
+                ..Rules::default()
+            };
             prop_assert_eq!(all.decide_with_hook(mode, &req, ws(), hook).0 == Decision::Deny, d_deny == Decision::Deny);
             if !rule.matches(&tool, req.subject, ws()) {
                 return Ok(false);
@@ -784,7 +789,7 @@ fn nothing_overrides_a_deny_rule() {
             if verdict.decision != Decision::Deny || verdict.by != DecidedBy::Rule {
                 return Ok(false);
             }
-            let more = Rules { allow: extra.clone(), ask: extra, deny };
+            let more = Rules { allow: extra.clone(), ask: extra, deny, ..Rules::default() };
             let (d2, why2) = more.decide_with_hook(mode, &req, ws(), hook);
             prop_assert_eq!(d2, Decision::Deny, "{} became {}", verdict.reason, why2);
             Ok(true)

@@ -47,9 +47,13 @@ struct Found {
 
 impl CheckCommand {
     async fn execute(self, global: &GlobalArgs) -> Result<u8> {
+        let self_file_none = self.file.is_none();
         let file = self.file.or_else(|| global.config.clone()).unwrap_or_else(|| PathBuf::from("toolhost.toml"));
+        let none_named = self_file_none && global.config.is_none();
         let text = match std::fs::read_to_string(&file) {
             Ok(text) => text,
+            // No toolhost.toml: Claude Code's settings files may still say everything.
+            Err(e) if none_named && e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => {
                 eprintln!("{}: cannot read config: {e}", file.display());
                 eprintln!("1 error in {}", file.display());
@@ -57,6 +61,7 @@ impl CheckCommand {
             }
         };
         let (config, mut errors) = Config::check_recoverable(&text, &file);
+        let mut settings_errors = 0;
         let workspace = match &global.workspace {
             Some(w) => w.clone(),
             None => std::env::current_dir().context("cannot read the current directory")?,
@@ -64,6 +69,24 @@ impl CheckCommand {
         // As the runtime does, so that relative grants resolve to the same directories.
         let workspace = workspace.canonicalize().with_context(|| format!("--workspace {}", workspace.display()))?;
 
+        // Claude Code's settings files, as a start would read them: their errors join the
+        // config's, and their rules and hooks are listed with where they were written.
+        let mut config = config;
+        {
+            match setup::claude_settings(global, &config, crate::pins::workspace_trusted(global)) {
+                Ok(Some(settings)) => {
+                    crate::claude::report_once(&settings);
+                    config.merge_claude(settings);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    for line in format!("{e:#}").lines() {
+                        eprintln!("{line}");
+                    }
+                    settings_errors += format!("{e:#}").lines().count();
+                }
+            }
+        }
         let tools = find_tools(global, &config, &mut errors).await?;
         for (name, tool) in &config.tools {
             let Some(found) = tools.get(name) else {
@@ -111,7 +134,14 @@ impl CheckCommand {
             eprintln!("{warning}");
         }
 
-        if errors.is_empty() {
+        if errors.is_empty() && settings_errors == 0 {
+            for line in crate::claude::rule_lines(&config, Some(&tools.keys().map(String::as_str).collect::<Vec<_>>()))
+            {
+                crate::output::outln!("{line}");
+            }
+            for line in crate::claude::hook_lines(&config) {
+                crate::output::outln!("{line}");
+            }
             let rules = config.permissions.allow.len() + config.permissions.ask.len() + config.permissions.deny.len();
             let h = &config.hooks;
             let hooks = h.pre_tool_use.len() + h.post_tool_use.len() + h.post_tool_use_failure.len();
@@ -129,7 +159,9 @@ impl CheckCommand {
         for e in &errors {
             eprintln!("{e}");
         }
-        eprintln!("{} in {}", count(errors.len(), "error", "errors"), file.display());
+        let checked =
+            if text.is_empty() && none_named { "the settings".to_string() } else { file.display().to_string() };
+        eprintln!("{} in {checked}", count(errors.len() + settings_errors, "error", "errors"));
         Ok(crate::EXIT_USAGE)
     }
 }

@@ -125,7 +125,24 @@ impl ListCommand {
                     })
                 })
                 .collect();
-            let out = json!({ "workspace": rt.workspace(), "tools": tools, "load_errors": loaded.load_errors });
+            let rules: Vec<_> = config
+                .rule_origins()
+                .into_iter()
+                .map(|(kind, rule, from)| json!({ "kind": kind, "rule": rule, "from": from }))
+                .collect();
+            let hooks: Vec<_> = config
+                .hook_origins()
+                .into_iter()
+                .map(|(event, h, from)| json!({ "event": event, "command": h.command.get_ref(), "from": from }))
+                .collect();
+            let out = json!({
+                "workspace": rt.workspace(),
+                "tools": tools,
+                "load_errors": loaded.load_errors,
+                "rules": rules,
+                "hooks": hooks,
+                "settings_files": config.claude.as_ref().map(|c| c.files.iter().map(|(_, f)| f.display().to_string()).collect::<Vec<_>>()),
+            });
             crate::output::outln!("{}", serde_json::to_string_pretty(&out)?);
         } else {
             crate::output::outln!("workspace: {}", rt.workspace().display());
@@ -150,6 +167,21 @@ impl ListCommand {
                 }
                 for warning in &t.warnings {
                     crate::output::outln!("  warning: {warning}");
+                }
+            }
+            let names: Vec<&str> = rt.tools().map(|t| t.info.name.as_str()).collect();
+            let rules = crate::claude::rule_lines(&config, Some(&names));
+            if !rules.is_empty() {
+                crate::output::outln!("\nrules:");
+                for line in rules {
+                    crate::output::outln!("  {line}");
+                }
+            }
+            let hooks = crate::claude::hook_lines(&config);
+            if !hooks.is_empty() {
+                crate::output::outln!("\nhooks:");
+                for line in hooks {
+                    crate::output::outln!("  {line}");
                 }
             }
             if !loaded.load_errors.is_empty() {

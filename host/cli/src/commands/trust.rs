@@ -18,7 +18,9 @@ pub struct TrustCommand {
 
 impl TrustCommand {
     pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
-        let config = setup::load_config(global)?;
+        // What is trusted includes the project's own allow rules (`.claude/settings.json`),
+        // which apply only in a trusted workspace; `--show` shows the state as it is.
+        let config = setup::load_config_as(global, !self.show || pins::workspace_trusted(global))?;
         let subject = Subject::of(global)?;
         let mut current = subject.current(&config);
         let store = pins::store()?;
@@ -62,6 +64,7 @@ impl TrustCommand {
                 outln!("accepted: {}", c.what);
             }
         }
+        current.workspace_trusted = true;
         store.write(&current)?;
         let files = current.files.len();
         outln!(

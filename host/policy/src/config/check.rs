@@ -323,6 +323,11 @@ impl Config {
         let mut errors = Vec::new();
         for (key, i, hook) in self.hooks.indexed() {
             let Err(e) = crate::hook_protected_paths(hook, workspace, home) else { continue };
+            // A hook of a Claude Code settings file is reported there.
+            if let Some(origin) = &hook.origin {
+                errors.push(origin.error(format!("hook {:?}: {e}", hook.command.get_ref())));
+                continue;
+            }
             let at = match (&e, &hook.files) {
                 (crate::HookError::ListedTooWide { index, .. }, Some(files)) => {
                     (files[*index].span().start, format!("hooks.{key}[{i}].files[{index}]"))

@@ -62,6 +62,13 @@ pub struct Config {
     /// Where every permission decision and call is recorded (see [`AuditConfig`]).
     #[serde(default)]
     pub audit: AuditConfig,
+    /// Whether Claude Code's settings files are read too (`.claude/settings.json` and the
+    /// others, see [`crate::claude`]); default true.
+    pub claude_settings: Option<bool>,
+    /// What the Claude Code settings files said, once merged in ([`Config::merge_claude`]):
+    /// kept to show where each rule and hook came from.
+    #[serde(skip)]
+    pub claude: Option<Arc<crate::claude::ClaudeSettings>>,
     /// The text it was read from, so that errors found later (a grant beyond a tool's ceiling, a
     /// section for a tool that is not loaded) can point into it. `None` for a config built in code.
     #[serde(skip)]
@@ -102,6 +109,11 @@ pub struct PermissionsConfig {
     /// that very call, in every mode (see [`crate::PathPolicy::ask_before_writing`]).
     #[serde(default)]
     pub protected: Vec<Spanned<String>>,
+    /// Directories besides the workspace that tools get as they get the workspace (in the
+    /// default grant, within each tool's ceiling) and that count as inside it for the mode's
+    /// default: Claude Code's `additionalDirectories`, from its settings files.
+    #[serde(skip)]
+    pub additional_directories: Vec<PathBuf>,
 }
 
 impl PermissionsConfig {
@@ -119,7 +131,12 @@ impl PermissionsConfig {
     /// The rules.
     pub fn rules(&self) -> Rules {
         let all = |v: &[Spanned<Rule>]| v.iter().map(|r| r.get_ref().clone()).collect();
-        Rules { allow: all(&self.allow), ask: all(&self.ask), deny: all(&self.deny) }
+        Rules {
+            allow: all(&self.allow),
+            ask: all(&self.ask),
+            deny: all(&self.deny),
+            working_dirs: self.additional_directories.clone(),
+        }
     }
 }
 
@@ -186,6 +203,10 @@ pub struct HooksConfig {
     /// Run after a call that failed.
     #[serde(default)]
     pub post_tool_use_failure: Vec<HookConfig>,
+    /// Variables every hook gets on top of this process's environment (Claude Code's `env`
+    /// setting).
+    #[serde(skip)]
+    pub env: BTreeMap<String, String>,
 }
 
 impl HooksConfig {
@@ -222,6 +243,10 @@ pub struct HookConfig {
     pub files: Option<Vec<Spanned<PathBuf>>>,
     /// How long it may run (default 60 000).
     pub timeout_ms: Option<Spanned<i64>>,
+    /// Where a hook from a Claude Code settings file was written (`None`: in this config, at
+    /// its spans).
+    #[serde(skip)]
+    pub origin: Option<crate::claude::Origin>,
 }
 
 impl HookConfig {
@@ -423,6 +448,88 @@ fn read(file: &Path) -> Result<String, ConfigError> {
         let byte = e.as_bytes()[valid];
         error_at(before, file, valid, format!("cannot read config: not UTF-8: byte 0x{byte:02x} at offset {valid}"))
     })
+}
+
+impl Config {
+    /// Whether Claude Code's settings files are to be read (`claude_settings`, default true).
+    pub fn reads_claude_settings(&self) -> bool {
+        self.claude_settings.unwrap_or(true)
+    }
+
+    /// Add what Claude Code's settings files say, below this config: their rules join the
+    /// config's (rules are unioned, and deny beats ask beats allow whatever file they are in),
+    /// their `defaultMode` applies when the config sets no mode, their hooks run after the
+    /// config's, and their `env` reaches every hook.
+    pub fn merge_claude(&mut self, settings: crate::claude::ClaudeSettings) {
+        use crate::claude::RuleKind;
+        let none = 0..0;
+        for r in &settings.rules {
+            let list = match r.kind {
+                RuleKind::Allow => &mut self.permissions.allow,
+                RuleKind::Ask => &mut self.permissions.ask,
+                RuleKind::Deny => &mut self.permissions.deny,
+            };
+            list.push(Spanned::new(none.clone(), r.rule.clone()));
+        }
+        if self.permissions.mode.is_none()
+            && let Some((mode, _)) = &settings.mode
+        {
+            self.permissions.mode = Some(Spanned::new(none.clone(), *mode));
+        }
+        for (key, hook) in &settings.hooks {
+            let list = match *key {
+                "pre_tool_use" => &mut self.hooks.pre_tool_use,
+                "post_tool_use" => &mut self.hooks.post_tool_use,
+                _ => &mut self.hooks.post_tool_use_failure,
+            };
+            list.push(hook.clone());
+        }
+        self.hooks.env.extend(settings.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for (dir, _) in &settings.additional_directories {
+            if !self.permissions.additional_directories.contains(dir) {
+                self.permissions.additional_directories.push(dir.clone());
+            }
+        }
+        self.claude = Some(Arc::new(settings));
+    }
+
+    /// Where each permission rule in force was written, for people: `(kind, rule, where)`,
+    /// the config's own first (`toolhost.toml:12:9`), then each settings file's.
+    pub fn rule_origins(&self) -> Vec<(&'static str, String, String)> {
+        let mut out = Vec::new();
+        let perms = &self.permissions;
+        for (kind, list) in [("allow", &perms.allow), ("ask", &perms.ask), ("deny", &perms.deny)] {
+            for r in list.iter().filter(|r| r.span() != (0..0)) {
+                let at = self.error_at(r.span().start, "");
+                out.push((kind, r.get_ref().to_string(), format!("{}:{}:{}", at.file.display(), at.line, at.column)));
+            }
+        }
+        if let Some(claude) = &self.claude {
+            for r in &claude.rules {
+                out.push((r.kind.name(), r.written.clone(), format!("{} ({})", r.origin, r.origin.source.name())));
+            }
+        }
+        out
+    }
+}
+
+impl Config {
+    /// Every hook in force with where it was written, for people: `(event key, hook, where)`.
+    pub fn hook_origins(&self) -> Vec<(&'static str, &HookConfig, String)> {
+        self.hooks
+            .indexed()
+            .map(|(key, _, h)| {
+                let at = match &h.origin {
+                    Some(o) => format!("{o} ({})", o.source.name()),
+                    None => {
+                        let e = self.error_at(h.command.span().start, "");
+                        format!("{}:{}:{}", e.file.display(), e.line, e.column)
+                    }
+                };
+                (key, h, at)
+            })
+            .collect()
+    }
 }
 
 impl ToolConfig {

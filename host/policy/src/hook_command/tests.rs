@@ -178,6 +178,7 @@ fn hook(command: &str, files: Option<&[&str]>) -> HookConfig {
         command: Spanned::new(0..0, command.to_string()),
         files: files.map(|f| f.iter().map(|p| Spanned::new(0..0, PathBuf::from(p))).collect()),
         timeout_ms: None,
+        origin: None,
     }
 }
 

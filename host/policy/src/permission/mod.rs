@@ -198,6 +198,30 @@ impl FromStr for Rule {
     type Err = RuleError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Rule::parse_with(s, RulePattern::new)
+    }
+}
+
+impl Rule {
+    /// A rule whose pattern is only ever compared as text (the exact value, or a prefix with
+    /// `prefix:*`), never as a path glob or a host: for Claude Code's tools that toolhost does
+    /// not have (`Bash(npm run test:*)`), whose patterns are command lines.
+    ///
+    /// # Errors
+    ///
+    /// A rule that is not `Tool`, `Tool(*)` or `Tool(pattern)`.
+    pub fn text_only(s: &str) -> Result<Rule, RuleError> {
+        Rule::parse_with(s, |text| {
+            Ok::<_, RulePatternError>(RulePattern { text: text.to_string(), path: None, host: None })
+        })
+    }
+
+    /// `Tool`, `Tool(*)` or `Tool(pattern)`, the pattern compiled by `compile`. An MCP server's
+    /// rule may be written `mcp__SERVER__*` (every tool of the server), as `mcp__SERVER`.
+    fn parse_with(
+        s: &str,
+        compile: impl FnOnce(&str) -> Result<RulePattern, RulePatternError>,
+    ) -> Result<Rule, RuleError> {
         let err = |reason: &str| RuleError { rule: s.to_string(), reason: reason.to_string() };
         let s = s.trim();
         let (tool, pattern) = match s.find('(') {
@@ -213,6 +237,10 @@ impl FromStr for Rule {
                 (&s[..open], if inner == "*" { None } else { Some(inner) })
             }
         };
+        let tool = match tool.strip_suffix("__*") {
+            Some(server) if server.starts_with("mcp__") && server.len() > "mcp__".len() => server,
+            _ => tool,
+        };
         if tool.is_empty() || !tool.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
             return Err(err("the tool name must be 1-64 characters from [A-Za-z0-9_-]"));
         }
@@ -224,8 +252,22 @@ impl FromStr for Rule {
         {
             return Err(err("a pattern cannot span lines"));
         }
-        let pattern = pattern.map(RulePattern::new).transpose().map_err(|e| err(&e.to_string()))?;
+        let pattern = pattern.map(compile).transpose().map_err(|e| err(&e.to_string()))?;
         Ok(Rule { tool: tool.to_string(), pattern })
+    }
+
+    /// Whether the rule names `tool`: by its name, or, for a rule naming an MCP server alone
+    /// (`mcp__SERVER`), every tool of that server (`mcp__SERVER__TOOL`), as in Claude Code.
+    pub fn names(&self, tool: &str) -> bool {
+        if self.tool == tool {
+            return true;
+        }
+        let server_only = self.tool.strip_prefix("mcp__").is_some_and(|rest| !rest.contains("__"));
+        server_only
+            && tool
+                .strip_prefix(self.tool.as_str())
+                .and_then(|rest| rest.strip_prefix("__"))
+                .is_some_and(|t| !t.is_empty())
     }
 }
 
@@ -243,14 +285,14 @@ impl Rule {
     /// pattern never matches a call without a subject, and a `domain:` or `prefix:*` pattern
     /// never matches a path.
     pub fn matches(&self, tool: &str, subject: Option<(&str, SubjectKind)>, workspace: &Path) -> bool {
-        if self.tool != tool {
+        if !self.names(tool) {
             return false;
         }
         let Some(pattern) = &self.pattern else { return true };
         let Some((value, kind)) = subject else { return false };
         match kind {
             SubjectKind::Path => {
-                pattern.path().is_some_and(|p| p.matches(&resolve(value, workspace), &normalize(workspace)))
+                pattern.path().is_some_and(|p| p.covers(&resolve(value, workspace), &normalize(workspace)))
             }
             SubjectKind::Url => match (UrlSubject::parse(value), pattern.host()) {
                 (Ok(url), Some(host)) => host.matches_host(&url.host),
@@ -328,6 +370,9 @@ pub struct Rules {
     pub ask: Vec<Rule>,
     /// Calls refused.
     pub deny: Vec<Rule>,
+    /// Directories besides the workspace that count as inside it for the mode's default
+    /// (Claude Code's `additionalDirectories`): absolute and normalised.
+    pub working_dirs: Vec<std::path::PathBuf>,
 }
 
 /// What the permission check knows about a call.
@@ -537,7 +582,14 @@ impl Rules {
         if let Some(rule) = find(&self.allow) {
             return v(Decision::Allow, DecidedBy::Rule, format!("allowed by the rule {rule}"));
         }
-        let inside = req.inside_workspace(workspace);
+        let inside = req.inside_workspace(workspace)
+            || match req.subject {
+                Some((value, SubjectKind::Path)) => {
+                    let path = resolve(value, workspace);
+                    self.working_dirs.iter().any(|d| path.starts_with(d))
+                }
+                _ => false,
+            };
         let (decision, why) = match mode {
             Mode::Bypass => (Decision::Allow, "bypass mode".to_string()),
             _ if req.read_only && inside => (Decision::Allow, "a read-only tool inside the workspace".to_string()),
@@ -720,6 +772,7 @@ mod tests {
             allow: vec![rule("Write(notes/**)"), rule("Edit")],
             ask: vec![rule("Read(secrets/**)")],
             deny: vec![rule("Write(.git/**)"), rule("Edit(.git/**)")],
+            ..Rules::default()
         };
         let req = |tool, path, read_only| Request {
             tool,

@@ -124,7 +124,8 @@ impl Runtime {
         (hook, hook_reason): (Option<Decision>, Option<&str>),
     ) -> Result<Vec<PathBuf>, Refusal> {
         let (id, name, tool, view, cancel) = (cx.id(), cx.name(), cx.tool, &cx.view, cx.cancel());
-        let subject = subject_value(input, tool.info.permission_subject.as_deref());
+        let pointer = tool.info.permission_subject.as_deref();
+        let subject = subject_value(input, pointer);
         let req = Request {
             tool: name,
             subject: subject.as_ref().map(|(v, k)| (v.as_str(), *k)),
@@ -165,7 +166,9 @@ impl Runtime {
             }
             Decision::Deny => {
                 self.decided(id, name, "deny", &by, None);
-                return Err(denied(format!("Permission to use {name} has been denied: {reason}.")));
+                let said =
+                    claude_says(Said::Denied(verdict.by, self.permissions.mode), name, &req, pointer, &self.workspace);
+                return Err(denied(format!("{said} {}.", capitalized(&reason))));
             }
             Decision::Ask => {}
         }
@@ -191,7 +194,7 @@ impl Runtime {
             tool_use_id: id.to_string(),
             tool: name.to_string(),
             input: input.clone(),
-            subject: subject.map(|(v, _)| v),
+            subject: subject.as_ref().map(|(v, _)| v.clone()),
             reason: reason.clone(),
             session_rule: name.to_string(),
             suggested_rule: suggested.clone(),
@@ -199,14 +202,16 @@ impl Runtime {
         let decider = cx.options.decider.as_ref().or(self.decider.as_ref());
         let Some(decider) = decider.filter(|d| d.can_ask(&request)) else {
             asked("no_one_to_ask");
+            let said = claude_says(Said::Asked, name, &req, pointer, &self.workspace);
+            let reason = capitalized(&reason);
             if guarded.is_some() {
                 return Err(denied(format!(
-                    "Permission to use {name} has been denied: {reason}, and there is no one to ask (no terminal). \
+                    "{said} {reason}, and there is no one to ask (no terminal). \
                      No rule or mode allows it: run toolhost where a person can answer, or make the change yourself."
                 )));
             }
             return Err(denied(format!(
-                "Permission to use {name} has been denied: {reason}, and there is no one to ask (no terminal). \
+                "{said} {reason}, and there is no one to ask (no terminal). \
                  To allow such calls, add the rule \"{suggested}\" to `allow` in [permissions] of toolhost.toml, \
                  or pass --allow '{suggested}'."
             )));
@@ -249,5 +254,61 @@ impl Runtime {
             by: by.to_string(),
             answer: answer.map(str::to_string),
         });
+    }
+}
+
+/// What kind of refusal Claude Code's sentence is for.
+#[derive(Clone, Copy)]
+enum Said {
+    /// A denial, by what, in which mode.
+    Denied(DecidedBy, Mode),
+    /// An ask no one could answer.
+    Asked,
+}
+
+/// Claude Code's own sentence for a refusal (its exact words, as Claude Code 2.1 writes them),
+/// so that a model, a hook or a script that knows them reads the same here; toolhost's reason
+/// follows it. A path is shown as the absolute path it names.
+fn claude_says(
+    said: Said,
+    name: &str,
+    req: &Request<'_>,
+    pointer: Option<&str>,
+    workspace: &std::path::Path,
+) -> String {
+    let path = match req.subject {
+        Some((value, SubjectKind::Path)) => Some(toolhost_policy::resolve(value, workspace)),
+        _ => None,
+    };
+    match (said, path) {
+        // Claude Code's file tools (their subject is `file_path`) refuse a denied path before
+        // asking anyone; its search tools say which path.
+        (Said::Denied(DecidedBy::Rule, _), Some(_)) if pointer == Some("/file_path") => {
+            "File is in a directory that is denied by your permission settings.".to_string()
+        }
+        (Said::Denied(DecidedBy::Rule, _), Some(p)) if req.read_only => {
+            format!("Permission to read {} has been denied.", p.display())
+        }
+        (Said::Denied(DecidedBy::Rule, _), Some(p)) => format!("Permission to edit {} has been denied.", p.display()),
+        (Said::Denied(DecidedBy::Mode, Mode::Plan), Some(p)) if !req.read_only => {
+            format!("Cannot write to {} while in plan mode.", p.display())
+        }
+        (Said::Denied(..), _) => format!("Permission to use {name} has been denied."),
+        (Said::Asked, Some(p)) if req.read_only => {
+            format!("Claude requested permissions to read from {}, but you haven't granted it yet.", p.display())
+        }
+        (Said::Asked, Some(p)) => {
+            format!("Claude requested permissions to write to {}, but you haven't granted it yet.", p.display())
+        }
+        (Said::Asked, None) => format!("Claude requested permissions to use {name}, but you haven't granted it yet."),
+    }
+}
+
+/// `reason` with its first letter upper-case, to follow a sentence.
+fn capitalized(reason: &str) -> String {
+    let mut chars = reason.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }

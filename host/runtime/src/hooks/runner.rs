@@ -22,6 +22,8 @@ pub(crate) struct CommandHook {
     pub command: String,
     /// How long it may run before it is killed (and reported).
     pub timeout: Duration,
+    /// Variables set for it on top of this process's environment (Claude Code's `env`).
+    pub env: Arc<[(String, String)]>,
 }
 
 /// The command hooks of a config, by event.
@@ -37,6 +39,7 @@ pub(crate) struct CommandHooks {
 impl CommandHooks {
     /// The hooks of `config`, run in `workspace`.
     pub fn from_config(config: &HooksConfig, workspace: PathBuf) -> Self {
+        let env: Arc<[(String, String)]> = config.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         let convert = |hooks: &[toolhost_policy::HookConfig]| {
             hooks
                 .iter()
@@ -44,6 +47,7 @@ impl CommandHooks {
                     matcher: h.matcher(),
                     command: h.command.get_ref().clone(),
                     timeout: Duration::from_millis(h.timeout_ms()),
+                    env: env.clone(),
                 })
                 .collect()
         };
@@ -65,7 +69,8 @@ impl CommandHooks {
     /// at once; answers come back in config order.
     ///
     /// Each hook is `sh -c COMMAND` in the workspace, in a process group of its own, with the
-    /// environment of this process plus `CLAUDE_PROJECT_DIR` and `TOOLHOST_WORKSPACE` (both the
+    /// environment of this process plus the config's `env` (from Claude Code's settings), then
+    /// `CLAUDE_PROJECT_DIR` and `TOOLHOST_WORKSPACE` (both the
     /// workspace) and `PYTHONDONTWRITEBYTECODE=1` (the hook's directory is pinned whole). Its stdin is `input` as one JSON line; its stdout and stderr are kept up to
     /// 1 MiB each. A hook is finished when it has exited and closed both streams; at its
     /// timeout its whole process group is killed.
@@ -194,6 +199,7 @@ async fn execute(hook: &CommandHook, workspace: &Path, payload: &[u8]) -> Result
         .arg("-c")
         .arg(&hook.command)
         .current_dir(workspace)
+        .envs(hook.env.iter().map(|(k, v)| (k, v)))
         .env("CLAUDE_PROJECT_DIR", workspace)
         .env("TOOLHOST_WORKSPACE", workspace)
         // A hook's directory is pinned whole: Python must not add `__pycache__` files to it

@@ -3,6 +3,7 @@
 use super::protocol::parse_json_output;
 use super::*;
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Duration;
 use std::time::Instant;
 
@@ -20,6 +21,7 @@ fn setup(scripts: &[(&str, &str)], event: HookEvent, hooks: &[(&str, &str)]) -> 
             matcher: matcher.parse().unwrap(),
             command: command.to_string(),
             timeout: TIMEOUT,
+            env: Arc::from(Vec::new()),
         })
         .collect();
     let mut command_hooks = CommandHooks { workspace: dir.path().to_path_buf(), ..Default::default() };

@@ -244,6 +244,8 @@ impl RuntimeBuilder {
         }
         let tls = crate::sandbox::http::tls_config(&extra_roots)
             .map_err(|e| Error::Config(SettingError::CaFileInvalid(e)))?;
+        let default_grant =
+            self.default_grant.unwrap_or_else(|| Grant::workspace_and(&self.config.permissions.additional_directories));
         Ok(Runtime {
             tls,
             engine,
@@ -256,7 +258,7 @@ impl RuntimeBuilder {
             workspace,
             workspace_json,
             config: self.config,
-            default_grant: self.default_grant.unwrap_or_else(Grant::workspace_read_write),
+            default_grant,
             env: self.env,
             cache,
             state_dir,

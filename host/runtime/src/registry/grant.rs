@@ -24,6 +24,8 @@ pub(crate) struct GrantInputs<'a> {
     /// The grant of a tool the config does not grant anything.
     pub default_grant: &'a Grant,
     pub workspace: &'a Path,
+    /// Directories besides the workspace that count as inside it.
+    pub working_dirs: &'a [PathBuf],
     pub cache: Option<&'a Cache>,
     /// toolhost's private state directory (no grant may reach it).
     pub state_dir: Option<&'a Path>,
@@ -131,7 +133,12 @@ pub(crate) fn resolve_grant(i: &GrantInputs<'_>) -> Result<ToolGrant, LoadError>
         return Err(grant_error(cause));
     }
     let own_policy = own_policy(i);
-    let inside_workspace = effective.net.is_empty() && effective.dirs.iter().all(|d| d.path.starts_with(i.workspace));
+    // Claude Code's additional directories count as inside, as they do for a path.
+    let inside_workspace = effective.net.is_empty()
+        && effective
+            .dirs
+            .iter()
+            .all(|d| d.path.starts_with(i.workspace) || i.working_dirs.iter().any(|w| d.path.starts_with(w)));
     let mut warnings = toolhost_policy::grant_warnings(&effective, i.workspace);
     warnings.extend(missing);
     warnings.extend(i.hook_paths.iter().filter_map(|s| toolhost_policy::hook_script_warning(&effective, s)));
@@ -153,12 +160,8 @@ fn own_policy(i: &GrantInputs<'_>) -> Option<Arc<PathPolicy>> {
     let name = i.info.name.as_str();
     let subject_is_path =
         i.info.permission_subject.as_deref().is_some_and(|p| matches!(SubjectKind::infer(p, ""), SubjectKind::Path));
-    let own_rules: Vec<Rule> = i
-        .deny_rules
-        .iter()
-        .filter(|r| r.tool == name && r.pattern.is_some() && r.family().is_none())
-        .cloned()
-        .collect();
+    let own_rules: Vec<Rule> =
+        i.deny_rules.iter().filter(|r| r.names(name) && r.pattern.is_some() && r.family().is_none()).cloned().collect();
     (!own_rules.is_empty() && subject_is_path).then(|| {
         let mut p = PathPolicy::new(i.workspace);
         p.deny_rules(&own_rules, name, true);

@@ -313,6 +313,7 @@ impl Runtime {
             config: &self.config,
             default_grant: &self.default_grant,
             workspace: &self.workspace,
+            working_dirs: &self.permissions.rules.working_dirs,
             cache: self.cache.as_ref(),
             state_dir: self.state_dir.as_deref(),
             deny_rules: &self.permissions.rules.deny,

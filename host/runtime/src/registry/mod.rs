@@ -214,6 +214,17 @@ impl Runtime {
         self.tools.values().map(Arc::as_ref)
     }
 
+    /// The loaded tools a model may be offered: all but those a deny rule names as a whole
+    /// (`deny = ["Write"]`), which, as in Claude Code, are not offered at all.
+    pub fn offered_tools(&self) -> impl Iterator<Item = &LoadedTool> {
+        self.tools().filter(|t| !self.denied_as_a_whole(&t.info.name))
+    }
+
+    /// Whether a deny rule without a pattern names `tool` (its name, or its MCP server's).
+    pub fn denied_as_a_whole(&self, tool: &str) -> bool {
+        self.permissions.rules.deny.iter().any(|r| r.pattern.is_none() && r.names(tool))
+    }
+
     /// One loaded tool.
     pub fn tool(&self, name: &str) -> Option<&LoadedTool> {
         self.tools.get(name).map(Arc::as_ref)

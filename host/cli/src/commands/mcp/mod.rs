@@ -151,6 +151,8 @@ fn fingerprint(args: &GlobalArgs) -> Fingerprint {
     }
     if let Ok(config) = setup::load_config(args) {
         files.extend(config.tools.values().filter_map(|t| t.path.as_ref().map(|p| p.get_ref().clone())));
+        // Claude Code's settings files, read with the config.
+        files.extend(setup::claude_settings_paths(args, &config).unwrap_or_default());
         // The pins and the hook files: a changed hook file is judged again (and refused), and
         // `toolhost trust` lets a refused change load.
         if let Ok(subject) = crate::pins::Subject::of(args) {

@@ -169,10 +169,10 @@ impl Shared {
     }
 }
 
-/// The tools of `runtime` as MCP lists them.
+/// The tools of `runtime` as MCP lists them (not those a deny rule names as a whole).
 pub fn tool_list(runtime: &Runtime) -> Vec<Tool> {
     runtime
-        .tools()
+        .offered_tools()
         .map(|tool| {
             let info = &tool.info;
             let schema = match &info.input_schema {

@@ -64,6 +64,11 @@ pub struct Pins {
     pub files: BTreeMap<PathBuf, String>,
     /// The security-relevant config.
     pub summary: Summary,
+    /// Whether a person trusted this workspace (`toolhost trust`, never a first start): only
+    /// then do the allow rules of its `.claude/settings.json` apply, as a repository cannot
+    /// approve itself (Claude Code's trust dialog).
+    #[serde(default)]
+    pub workspace_trusted: bool,
 }
 
 /// The security-relevant part of a config, normalised (rules, patterns and hooks as written,
@@ -92,6 +97,10 @@ pub struct Summary {
     /// not loaded this time are not judged (another `--tools` directory is not a removal).
     #[serde(default)]
     pub policy_files: BTreeMap<PathBuf, Option<GrantPin>>,
+    /// Directories every tool gets as it gets the workspace (Claude Code's
+    /// `additionalDirectories`): one added widens.
+    #[serde(default)]
+    pub additional_directories: BTreeSet<PathBuf>,
 }
 
 /// One command hook.
@@ -318,6 +327,7 @@ impl Summary {
                 })
                 .collect(),
             policy_files: BTreeMap::new(),
+            additional_directories: perms.additional_directories.iter().cloned().collect(),
         };
         summary.pin_policy_files(
             config
@@ -366,13 +376,15 @@ impl Pins {
             config_sha256: config.text().map(|t| hex::encode(Sha256::digest(t))),
             files,
             summary,
+            workspace_trusted: false,
         }
     }
 
-    /// Keep what `trusted` records of policy files beside components not loaded now: a start
+    /// Keep what `trusted` records of policy files beside components not loaded now (a start
     /// with another `--tools` directory neither judges nor forgets them, so going back to the
-    /// first asks nothing.
+    /// first asks nothing), and whether the workspace is trusted.
     pub fn carry_unloaded(&mut self, trusted: &Pins) {
+        self.workspace_trusted = trusted.workspace_trusted;
         for (path, grant) in &trusted.summary.policy_files {
             self.summary.policy_files.entry(path.clone()).or_insert_with(|| grant.clone());
         }
@@ -449,6 +461,12 @@ pub fn changes(old: &Pins, new: &Pins) -> Vec<Change> {
         for r in before.difference(after) {
             push(!adding_widens, format!("{kind} rule removed: {r}"));
         }
+    }
+    for d in n.additional_directories.difference(&o.additional_directories) {
+        push(true, format!("additional directory added: {}", d.display()));
+    }
+    for d in o.additional_directories.difference(&n.additional_directories) {
+        push(false, format!("additional directory removed: {}", d.display()));
     }
     for p in n.protected.difference(&o.protected) {
         push(false, format!("protected pattern added: {p}"));
