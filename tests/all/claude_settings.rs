@@ -358,3 +358,106 @@ async fn the_mcp_server_decides_alike_and_does_not_list_a_tool_denied_whole() {
     assert_ne!(r.is_error, Some(true));
     client.cancel().await.unwrap();
 }
+
+/// A workspace whose `.claude/settings.json` has only `hooks`, each running a script of
+/// `.claude/hooks/` (name, body).
+fn hooked(hooks: Value, scripts: &[(&str, &str)]) -> Project {
+    let p = Project::new();
+    fs::write(p.path(".claude/settings.json"), json!({ "hooks": hooks }).to_string()).unwrap();
+    fs::write(p.path(".claude/settings.local.json"), "{}").unwrap();
+    for (name, body) in scripts {
+        let path = p.path(&format!(".claude/hooks/{name}"));
+        fs::write(&path, format!("#!/bin/sh\ncat > /dev/null\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    p
+}
+
+/// A hook group running `.claude/hooks/NAME`.
+fn group(matcher: &str, name: &str) -> Value {
+    json!([{"matcher": matcher, "hooks": [{"type": "command", "command": format!("\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/{name}")}]}])
+}
+
+fn agent(p: &Project, server: &ModelServer) -> Output {
+    p.command()
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "do it"])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn session_hooks_frame_an_agent_run_as_in_claude_code() {
+    // SessionStart and UserPromptSubmit context joins the first message; a Stop hook that
+    // blocks once makes the model go on, reading its reason.
+    let p = hooked(
+        json!({
+            "SessionStart": group("startup", "start.sh"),
+            "UserPromptSubmit": group("", "prompt.sh"),
+            "Stop": group("", "stop.sh"),
+        }),
+        &[
+            ("start.sh", "echo 'the repo uses tabs'"),
+            (
+                "prompt.sh",
+                r#"echo '{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "ticket 42"}}'"#,
+            ),
+            (
+                "stop.sh",
+                r#"if [ -e "$CLAUDE_PROJECT_DIR/stopped-once" ]; then exit 0; fi
+touch "$CLAUDE_PROJECT_DIR/stopped-once"
+echo '{"decision": "block", "reason": "run the tests first", "systemMessage": "made it go on"}'"#,
+            ),
+        ],
+    );
+    let server =
+        ModelServer::start(vec![Answer::text_only("done").anthropic(), Answer::text_only("tested").anthropic()]);
+    let o = agent(&p, &server);
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "tested\n");
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2, "the Stop hook made it go on once");
+    let first = bodies[0]["messages"][0]["content"].to_string();
+    assert!(first.contains("do it"), "{first}");
+    assert!(first.contains("SessionStart hook additional context: the repo uses tabs"), "{first}");
+    assert!(first.contains("UserPromptSubmit hook additional context: ticket 42"), "{first}");
+    let last = bodies[1]["messages"].as_array().unwrap().last().unwrap().to_string();
+    assert!(last.contains("Stop hook feedback:\\nrun the tests first"), "{last}");
+    assert!(stderr(&o).contains("made it go on"), "the systemMessage is for the person: {}", stderr(&o));
+}
+
+#[test]
+fn a_prompt_hook_can_block_and_continue_false_ends_the_run_after_the_batch() {
+    let p = hooked(
+        json!({"UserPromptSubmit": group("", "deny.sh")}),
+        &[("deny.sh", "echo 'no secrets in prompts' >&2; exit 2")],
+    );
+    let server = ModelServer::start(vec![Answer::text_only("never").anthropic()]);
+    let o = agent(&p, &server);
+    assert_exit(&o, 1);
+    assert!(stderr(&o).contains("UserPromptSubmit operation blocked by hook: no secrets in prompts"), "{}", stderr(&o));
+    assert!(server.bodies().is_empty(), "nothing was sent");
+
+    // PreToolUse `continue: false`: the tool still runs, then the run ends (no next request).
+    let p = hooked(
+        json!({"PreToolUse": group("Write", "halt.sh")}),
+        &[("halt.sh", r#"echo '{"continue": false, "stopReason": "budget review"}'"#)],
+    );
+    let server = ModelServer::start(vec![
+        Answer::new("tool_use").tool("w1", "Write", json!({"file_path": "out.txt", "content": "x"})).anthropic(),
+        Answer::text_only("never").anthropic(),
+    ]);
+    let o = p
+        .command()
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .args(["--permission-mode", "acceptEdits", "agent", "--base-url", &server.url, "--retry-base-ms", "1", "do it"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 1);
+    assert!(p.path("out.txt").exists(), "the call ran");
+    assert_eq!(server.bodies().len(), 1, "no request after the stop");
+    assert!(stderr(&o).contains("stopped by a hook: budget review"), "{}", stderr(&o));
+}

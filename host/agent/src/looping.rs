@@ -21,7 +21,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-use toolhost::{CancellationToken, Refusal, RefusalKind, Runtime, Session, Submission, ToolResult, ToolUse};
+use toolhost::{
+    CancellationToken, Refusal, RefusalKind, Runtime, Session, SessionEvent, Submission, ToolResult, ToolUse,
+};
 
 /// Prices in US dollars per million tokens, for the cost in the summary and a cost budget.
 /// Cache writes and reads default to 1.25× and 0.1× the input price (Anthropic's multipliers).
@@ -140,6 +142,11 @@ pub enum Stop {
     },
     /// Cancelled (Ctrl-C).
     Interrupted,
+    /// A hook answered `continue: false` (its `stopReason`): the batch was answered, then the
+    /// run ended, as in Claude Code.
+    HookStopped(String),
+    /// A `UserPromptSubmit` hook blocked the prompt (its reason): nothing was sent.
+    PromptBlocked(String),
     /// A stop reason the loop does not know.
     Other(String),
 }
@@ -168,6 +175,8 @@ impl std::fmt::Display for Stop {
             Stop::TokenBudget { used, budget } => write!(f, "token budget spent: {used} of {budget} tokens"),
             Stop::CostBudget { spent, budget } => write!(f, "cost budget spent: ${spent:.4} of ${budget:.4}"),
             Stop::Interrupted => write!(f, "interrupted"),
+            Stop::HookStopped(reason) => write!(f, "stopped by a hook: {reason}"),
+            Stop::PromptBlocked(reason) => write!(f, "UserPromptSubmit operation blocked by hook: {reason}"),
             Stop::Other(reason) => write!(f, "stop reason {reason:?}"),
         }
     }
@@ -346,13 +355,6 @@ impl Agent {
             "max_turns": self.options.max_turns, "system": system,
             "tools": tools.iter().map(|t| &t.name).collect::<Vec<_>>(), "deferred": deferral.is_some(),
         }))?;
-        let mut request = ModelRequest {
-            model: self.options.model.clone(),
-            system,
-            messages: vec![Message::user_text(prompt)],
-            tools: Vec::new(),
-            max_tokens: self.options.max_output_tokens,
-        };
         let mut outcome = Outcome {
             stop: Stop::MaxTurns(self.options.max_turns),
             text: String::new(),
@@ -364,6 +366,26 @@ impl Agent {
             elapsed: Duration::ZERO,
             messages: Vec::new(),
         };
+        // SessionStart and UserPromptSubmit hooks: context for the first message, or the end.
+        let first = match self.framing(prompt).await {
+            Ok(message) => message,
+            Err(stop) => {
+                outcome.stop = stop;
+                outcome.elapsed = started.elapsed();
+                self.log(
+                    json!({"type": "end", "stop": outcome.stop.to_string(), "exit_code": outcome.stop.exit_code()}),
+                )?;
+                return Ok(outcome);
+            }
+        };
+        let mut request = ModelRequest {
+            model: self.options.model.clone(),
+            system,
+            messages: vec![first],
+            tools: Vec::new(),
+            max_tokens: self.options.max_output_tokens,
+        };
+        let mut stop_hook_active = false;
         let mut logged = 0;
         for turn in 1..=self.options.max_turns {
             if cancel.is_cancelled() {
@@ -409,7 +431,7 @@ impl Agent {
             outcome.text = response.message.text();
             let wants_tools = response.message.tool_uses().next().is_some();
             let stop_reason = response.stop_reason.clone();
-            let results = self.pair(&response.message, answered, &stop_reason, turn, &mut outcome)?;
+            let (results, hook_stop) = self.pair(&response.message, answered, &stop_reason, turn, &mut outcome)?;
             request.messages.push(response.message);
             logged += 1;
             let stop = match stop_reason {
@@ -423,6 +445,20 @@ impl Agent {
             };
             if !results.is_empty() && stop.is_none() {
                 request.messages.push(Message { role: Role::User, content: results });
+            }
+            let mut stop = stop.or(hook_stop.map(Stop::HookStopped));
+            // Stop hooks: may make the model go on (their reason is its next message).
+            if stop == Some(Stop::EndTurn) && turn < self.options.max_turns {
+                let said =
+                    self.runtime.session_hooks(self.runtime.session_id(), &SessionEvent::stop(stop_hook_active)).await;
+                if let Some(reason) = said.stop {
+                    stop = Some(Stop::HookStopped(reason));
+                } else if let Some(feedback) = said.blocked {
+                    stop_hook_active = true;
+                    self.log(json!({"type": "stop_hook", "turn": turn, "feedback": feedback}))?;
+                    request.messages.push(Message::user_text(format!("Stop hook feedback:\n{feedback}")));
+                    stop = None;
+                }
             }
             if let Some(stop) = stop {
                 outcome.stop = stop;
@@ -449,6 +485,36 @@ impl Agent {
             "usage": outcome.usage, "cost": outcome.cost, "duration_ms": outcome.elapsed.as_secs_f64() * 1000.0,
         }))?;
         Ok(outcome)
+    }
+
+    /// The first user message: the prompt, after the `SessionStart` and `UserPromptSubmit`
+    /// hooks (their context joins it, as Claude Code's system reminders); or why the run ends
+    /// before any request (a hook's `continue: false`, a blocked prompt).
+    async fn framing(&self, prompt: &str) -> std::result::Result<Message, Stop> {
+        let id = self.runtime.session_id();
+        let mut reminders = Vec::new();
+        for (event, name) in
+            [(SessionEvent::start(), "SessionStart"), (SessionEvent::prompt(prompt), "UserPromptSubmit")]
+        {
+            if !self.runtime.has_session_hooks(&event) {
+                continue;
+            }
+            let said = self.runtime.session_hooks(id, &event).await;
+            if let Some(reason) = said.stop {
+                return Err(Stop::HookStopped(reason));
+            }
+            if let (Some(reason), SessionEvent::Prompt { .. }) = (said.blocked, &event) {
+                return Err(Stop::PromptBlocked(reason));
+            }
+            reminders.extend(
+                said.context
+                    .into_iter()
+                    .map(|c| format!("<system-reminder>\n{name} hook additional context: {c}\n</system-reminder>")),
+            );
+        }
+        let mut message = Message::user_text(prompt);
+        message.content.extend(reminders.into_iter().map(Block::Text));
+        Ok(message)
     }
 
     /// One request, with its tool calls run as they stream in.
@@ -519,7 +585,8 @@ impl Agent {
         stop: &StopReason,
         turn: u32,
         outcome: &mut Outcome,
-    ) -> Result<Vec<Block>> {
+    ) -> Result<(Vec<Block>, Option<String>)> {
+        let mut hook_stop = None;
         let mut by_id: HashMap<String, Vec<(ToolResult, Duration)>> = HashMap::new();
         for (call, result, elapsed) in answered {
             by_id.entry(call.id).or_default().push((result, elapsed));
@@ -537,6 +604,9 @@ impl Agent {
                 }
             };
             outcome.tool_calls += 1;
+            if hook_stop.is_none() {
+                hook_stop.clone_from(&result.stop);
+            }
             if result.is_error {
                 outcome.tool_errors += 1;
             }
@@ -551,7 +621,7 @@ impl Agent {
                 is_error: result.is_error,
             });
         }
-        Ok(blocks)
+        Ok((blocks, hook_stop))
     }
 }
 

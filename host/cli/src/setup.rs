@@ -691,8 +691,16 @@ impl Display {
 
     fn show(&self, event: Event) {
         // Hook failures never block a call, so they must be visible.
-        if let Event::HookFailed { id, tool, hook_event, hook, message } = &event {
-            let line = format!("warning: {hook_event} hook [{hook}] for {tool} ({id}) failed: {message}");
+        let said = match &event {
+            Event::HookFailed { id, tool, hook_event, hook, message } => {
+                Some(format!("warning: {hook_event} hook [{hook}] for {tool} ({id}) failed: {message}"))
+            }
+            Event::HookMessage { id, tool, hook_event, message } => {
+                Some(format!("{hook_event} hook for {tool} ({id}): {}", printable(message)))
+            }
+            _ => None,
+        };
+        if let Some(line) = said {
             match self {
                 Display::Live { bars, .. } => {
                     let _ = bars.println(line);

@@ -41,6 +41,17 @@ pub enum Event {
         /// What went wrong.
         message: String,
     },
+    /// A hook's `systemMessage`: for the person running toolhost, never for the model.
+    HookMessage {
+        /// The call's tool_use id.
+        id: String,
+        /// The tool.
+        tool: String,
+        /// The hook event.
+        hook_event: HookEvent,
+        /// `[COMMAND]: MESSAGE`.
+        message: String,
+    },
     /// The permission check asked someone and got an answer.
     PermissionAsked {
         /// The call's tool_use id.

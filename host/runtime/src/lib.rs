@@ -52,7 +52,7 @@ pub use error::{
 };
 pub use event::{Event, EventSink, input_sha256};
 pub use hooks::pins;
-pub use hooks::{HookEvent, HookInput, HookResponse, Hooks};
+pub use hooks::{HookEvent, HookInput, HookResponse, Hooks, SessionEvent, SessionHooks};
 pub use kinds::{FunctionExport, ToolKind};
 pub use loading::cache::private_dir;
 pub use loading::engine::{EngineOptions, ToolEngine};

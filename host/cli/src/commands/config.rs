@@ -144,7 +144,7 @@ impl CheckCommand {
             }
             let rules = config.permissions.allow.len() + config.permissions.ask.len() + config.permissions.deny.len();
             let h = &config.hooks;
-            let hooks = h.pre_tool_use.len() + h.post_tool_use.len() + h.post_tool_use_failure.len();
+            let hooks = h.all().count();
             crate::output::outln!(
                 "{}: ok ({}, {}, {})",
                 file.display(),

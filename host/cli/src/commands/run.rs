@@ -51,6 +51,10 @@ impl RunCommand {
         let jsonl = self.jsonl;
         runtime
             .run_turn(&session, rx, CallOptions::new().cancel(cancel.clone()), |r| {
+                // `continue: false`: the caller's loop should end after this turn.
+                if let Some(reason) = &r.stop {
+                    eprintln!("toolhost run: a hook stopped the session after this turn ({}): {reason}", r.tool_use_id);
+                }
                 if jsonl {
                     match serde_json::to_string(&r) {
                         Ok(line) => outln!("{line}"),

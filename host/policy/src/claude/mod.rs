@@ -267,10 +267,7 @@ const OTHER_KEYS: &[&str] = &[
 /// Claude Code's hook events toolhost does not run (yet): their hooks are listed as ignored.
 const OTHER_EVENTS: &[&str] = &[
     "Notification",
-    "UserPromptSubmit",
-    "SessionStart",
     "SessionEnd",
-    "Stop",
     "StopFailure",
     "SubagentStart",
     "SubagentStop",
@@ -672,6 +669,9 @@ impl Reader<'_, '_> {
                 "PreToolUse" => "pre_tool_use",
                 "PostToolUse" => "post_tool_use",
                 "PostToolUseFailure" => "post_tool_use_failure",
+                "SessionStart" => "session_start",
+                "UserPromptSubmit" => "user_prompt_submit",
+                "Stop" => "stop",
                 e if OTHER_EVENTS.contains(&e) => {
                     self.ignore(prop.range.start, format!("{e} hooks"), "toolhost does not run this event");
                     continue;

@@ -190,11 +190,12 @@ fn hooks_read_as_claude_code_writes_them() {
   "hooks": {
     "PreToolUse": [{"matcher": "Write|Edit", "hooks": [{"type": "command", "command": "/opt/hooks/guard.sh", "timeout": 5}]}],
     "PostToolUse": [{"hooks": [{"type": "command", "command": "/opt/hooks/log.sh"}, {"type": "prompt", "prompt": "x"}]}],
-    "Stop": [{"hooks": [{"type": "command", "command": "/opt/hooks/stop.sh"}]}]
+    "Stop": [{"hooks": [{"type": "command", "command": "/opt/hooks/stop.sh"}]}],
+    "Notification": [{"hooks": [{"type": "command", "command": "/opt/hooks/n.sh"}]}]
   }
 }"#;
     let s = read(&[(SettingsSource::Project, text)], false).unwrap();
-    assert_eq!(s.hooks.len(), 2);
+    assert_eq!(s.hooks.len(), 3);
     let (key, pre) = &s.hooks[0];
     assert_eq!(*key, "pre_tool_use");
     assert!(pre.matcher().matches("Edit") && !pre.matcher().matches("Read"));
@@ -203,7 +204,8 @@ fn hooks_read_as_claude_code_writes_them() {
     assert_eq!(s.hooks[1].1.timeout_ms(), DEFAULT_HOOK_TIMEOUT_MS);
     assert_eq!(s.env.get("N").map(String::as_str), Some("3"));
     let ignored: Vec<&str> = s.ignored.iter().map(|i| i.what.as_str()).collect();
-    assert_eq!(ignored, ["env PATH", "env LD_PRELOAD", "a \"prompt\" hook", "Stop hooks"]);
+    assert_eq!(ignored, ["env PATH", "env LD_PRELOAD", "a \"prompt\" hook", "Notification hooks"]);
+    assert_eq!(s.hooks[2].0, "stop");
     assert!(!s.env.contains_key("PATH") && !s.env.contains_key("LD_PRELOAD"));
 
     let mut config = crate::Config::default();

@@ -190,7 +190,9 @@ impl AuditConfig {
     }
 }
 
-/// `[[hooks.pre_tool_use]]`, `[[hooks.post_tool_use]]`, `[[hooks.post_tool_use_failure]]`.
+/// `[[hooks.pre_tool_use]]`, `[[hooks.post_tool_use]]`, `[[hooks.post_tool_use_failure]]`,
+/// and for `toolhost agent` `[[hooks.session_start]]`, `[[hooks.user_prompt_submit]]`,
+/// `[[hooks.stop]]`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HooksConfig {
@@ -203,27 +205,60 @@ pub struct HooksConfig {
     /// Run after a call that failed.
     #[serde(default)]
     pub post_tool_use_failure: Vec<HookConfig>,
+    /// `toolhost agent`: run once, before the first request (matcher: `startup`).
+    #[serde(default)]
+    pub session_start: Vec<HookConfig>,
+    /// `toolhost agent`: run on the prompt before it is sent; may block it or add context.
+    #[serde(default)]
+    pub user_prompt_submit: Vec<HookConfig>,
+    /// `toolhost agent`: run when the model ends its turn; may make it go on.
+    #[serde(default)]
+    pub stop: Vec<HookConfig>,
     /// Variables every hook gets on top of this process's environment (Claude Code's `env`
     /// setting).
     #[serde(skip)]
     pub env: BTreeMap<String, String>,
 }
 
+/// The keys of [`HooksConfig`]'s events, in order.
+pub const HOOK_EVENT_KEYS: [&str; 6] =
+    ["pre_tool_use", "post_tool_use", "post_tool_use_failure", "session_start", "user_prompt_submit", "stop"];
+
 impl HooksConfig {
     /// Every hook of every event.
     pub fn all(&self) -> impl Iterator<Item = &HookConfig> {
-        self.pre_tool_use.iter().chain(&self.post_tool_use).chain(&self.post_tool_use_failure)
+        self.indexed().map(|(_, _, h)| h)
+    }
+
+    /// The hooks of the event whose key is `key` (one of [`HOOK_EVENT_KEYS`]).
+    pub fn of(&self, key: &str) -> &[HookConfig] {
+        match key {
+            "pre_tool_use" => &self.pre_tool_use,
+            "post_tool_use" => &self.post_tool_use,
+            "post_tool_use_failure" => &self.post_tool_use_failure,
+            "session_start" => &self.session_start,
+            "user_prompt_submit" => &self.user_prompt_submit,
+            "stop" => &self.stop,
+            _ => &[],
+        }
+    }
+
+    /// [`HooksConfig::of`], to add to; `None` for a key that is none of [`HOOK_EVENT_KEYS`].
+    pub fn of_mut(&mut self, key: &str) -> Option<&mut Vec<HookConfig>> {
+        Some(match key {
+            "pre_tool_use" => &mut self.pre_tool_use,
+            "post_tool_use" => &mut self.post_tool_use,
+            "post_tool_use_failure" => &mut self.post_tool_use_failure,
+            "session_start" => &mut self.session_start,
+            "user_prompt_submit" => &mut self.user_prompt_submit,
+            "stop" => &mut self.stop,
+            _ => return None,
+        })
     }
 
     /// Every hook with its event's key (`pre_tool_use`, …) and its index there.
     pub fn indexed(&self) -> impl Iterator<Item = (&'static str, usize, &HookConfig)> {
-        [
-            ("pre_tool_use", &self.pre_tool_use),
-            ("post_tool_use", &self.post_tool_use),
-            ("post_tool_use_failure", &self.post_tool_use_failure),
-        ]
-        .into_iter()
-        .flat_map(|(key, hooks)| hooks.iter().enumerate().map(move |(i, h)| (key, i, h)))
+        HOOK_EVENT_KEYS.into_iter().flat_map(|key| self.of(key).iter().enumerate().map(move |(i, h)| (key, i, h)))
     }
 }
 
@@ -477,12 +512,9 @@ impl Config {
             self.permissions.mode = Some(Spanned::new(none.clone(), *mode));
         }
         for (key, hook) in &settings.hooks {
-            let list = match *key {
-                "pre_tool_use" => &mut self.hooks.pre_tool_use,
-                "post_tool_use" => &mut self.hooks.post_tool_use,
-                _ => &mut self.hooks.post_tool_use_failure,
-            };
-            list.push(hook.clone());
+            if let Some(list) = self.hooks.of_mut(key) {
+                list.push(hook.clone());
+            }
         }
         self.hooks.env.extend(settings.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         for (dir, _) in &settings.additional_directories {
@@ -594,6 +626,20 @@ sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
         assert_eq!(c.tools["Mine"].path.as_ref().unwrap().get_ref(), &PathBuf::from("/etc/tools/mine.wasm"));
         assert_eq!(c.tools["Read"].grant(), Some(&Grant { fs_read: vec![".".into()], ..Grant::none() }));
         assert_eq!(c.tools["Mine"].grant(), None);
+    }
+
+    #[test]
+    fn session_hooks_are_hooks_like_the_others() {
+        let c = parse(
+            "[[hooks.session_start]]\ncommand = \"/opt/h/start.sh\"\n[[hooks.user_prompt_submit]]\ncommand = \"/opt/h/p.sh\"\n\
+             [[hooks.stop]]\ncommand = \"/opt/h/stop.sh\"\ntimeout_ms = 5\n",
+        )
+        .unwrap();
+        let keys: Vec<&str> = c.hooks.indexed().map(|(k, _, _)| k).collect();
+        assert_eq!(keys, ["session_start", "user_prompt_submit", "stop"]);
+        assert_eq!(c.hooks.all().count(), 3);
+        assert_eq!(c.hooks.of("stop")[0].timeout_ms(), 5);
+        assert!(parse("[[hooks.notification]]\ncommand = \"x\"\n").is_err());
     }
 
     #[test]

@@ -173,19 +173,38 @@ impl Runtime {
     /// Steps 3 to 8 for a tool that exists; whatever hooks said for the model is appended to
     /// the result, refused or not.
     async fn run_tool(&self, cx: &CallCtx<'_>, schema: Option<Result<String, Refusal>>) -> (ToolResult, Updates) {
-        let mut notes = Vec::new();
-        let (result, updates) = match self.steps(cx, schema, &mut notes).await {
+        let mut after = Aftermath::default();
+        let (result, updates) = match self.steps(cx, schema, &mut after).await {
             Ok(done) => done,
             Err(refusal) => (refusal.into_result(cx.id()), Updates::default()),
         };
-        (with_notes(result, &notes), updates)
+        let mut result = with_notes(result, &after.notes);
+        result.stop = after.stop;
+        (result, updates)
+    }
+
+    /// What hooks said beyond a decision: context for the model, a stop, messages for the
+    /// person (sent as events at once).
+    fn heard(&self, cx: &CallCtx<'_>, event: HookEvent, combined: &Combined, after: &mut Aftermath) {
+        after.notes.extend(context_notes(event, cx.name(), combined));
+        if after.stop.is_none() {
+            after.stop.clone_from(&combined.stop);
+        }
+        for message in &combined.system_messages {
+            self.emit(|| Event::HookMessage {
+                id: cx.id().to_string(),
+                tool: cx.name().to_string(),
+                hook_event: event,
+                message: message.clone(),
+            });
+        }
     }
 
     async fn steps(
         &self,
         cx: &CallCtx<'_>,
         schema: Option<Result<String, Refusal>>,
-        notes: &mut Vec<String>,
+        after: &mut Aftermath,
     ) -> Result<(ToolResult, Updates), Refusal> {
         let (id, name) = (cx.id(), cx.name());
         // 3-4. Schema and `validate`. The input is borrowed unless rewritten: inputs may be
@@ -203,7 +222,13 @@ impl Runtime {
         let step = Instant::now();
         let pre = self.run_hooks(cx, HookEvent::PreToolUse, &value, None, None).await;
         cx.step("hooks_before", step);
-        notes.extend(context_notes(HookEvent::PreToolUse, name, &pre));
+        // A deny wins over a stop: the model reads the reason and the session goes on, as in
+        // Claude Code.
+        if pre.decision == Some(Decision::Deny) {
+            after.notes.extend(context_notes(HookEvent::PreToolUse, name, &pre));
+        } else {
+            self.heard(cx, HookEvent::PreToolUse, &pre, after);
+        }
         if pre.decision == Some(Decision::Deny) {
             let reason = pre.reason.clone().unwrap_or_else(|| format!("PreToolUse:{name} hook blocked the call"));
             self.decided(id, name, "deny", &reason, None);
@@ -242,7 +267,7 @@ impl Runtime {
         };
         cx.step("hooks_after", step);
         let event = if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
-        notes.extend(context_notes(event, name, &post));
+        self.heard(cx, event, &post, after);
         Ok((result, updates))
     }
 
@@ -362,6 +387,15 @@ impl Runtime {
             sink(event());
         }
     }
+}
+
+/// What a call's hooks said besides their decisions.
+#[derive(Default)]
+struct Aftermath {
+    /// For the model, appended to the result.
+    notes: Vec<String>,
+    /// `continue: false`: the session stops after this batch.
+    stop: Option<String>,
 }
 
 /// Hook output for the model: each additional context, and the feedback of a PostToolUse

@@ -51,6 +51,10 @@ pub struct ToolResult {
     /// How the call ended (not part of the Messages API; for events and exit codes).
     #[serde(skip)]
     pub outcome: OutcomeKind,
+    /// A hook answered `continue: false`: the session should stop once this call's batch is
+    /// answered (the reason). Not part of the Messages API.
+    #[serde(skip)]
+    pub stop: Option<String>,
 }
 
 impl ToolResult {
@@ -62,6 +66,7 @@ impl ToolResult {
             content,
             is_error: false,
             outcome: OutcomeKind::Success,
+            stop: None,
         }
     }
 
@@ -73,6 +78,7 @@ impl ToolResult {
             content: vec![ContentBlock::Text { text: message.into() }],
             is_error: true,
             outcome,
+            stop: None,
         }
     }
 

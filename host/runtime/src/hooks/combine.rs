@@ -17,6 +17,10 @@ pub(crate) struct Combined {
     pub updated_input: Option<Value>,
     /// Every `additional_context`, in order.
     pub additional_context: Vec<String>,
+    /// The first `continue: false` answer's stop reason.
+    pub stop: Option<String>,
+    /// Every `systemMessage`, prefixed with its source.
+    pub system_messages: Vec<String>,
 }
 
 /// Combine answers: a deny is sticky (no later allow overrides it), then ask, then allow.
@@ -63,5 +67,8 @@ pub(crate) fn combine(event: HookEvent, tool: &str, responses: &[HookResponse]) 
         .map(str::to_string)
         .collect();
 
-    Combined { decision, reason, updated_input, additional_context }
+    let stop = responses.iter().find_map(|r| r.stop.clone());
+    let system_messages =
+        responses.iter().filter_map(|r| r.system_message.as_ref().map(|m| format!("[{}]: {m}", r.source))).collect();
+    Combined { decision, reason, updated_input, additional_context, stop, system_messages }
 }

@@ -16,12 +16,14 @@ mod combine;
 pub mod pins;
 mod protocol;
 mod runner;
+mod session;
 mod step;
 
 pub(crate) use combine::{Combined, combine};
 #[cfg(test)]
 use runner::CommandHook;
 pub(crate) use runner::CommandHooks;
+pub use session::{SessionEvent, SessionHooks};
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -37,6 +39,12 @@ pub enum HookEvent {
     PostToolUse,
     /// After a call that failed: may add context.
     PostToolUseFailure,
+    /// `toolhost agent`: once, before the first request; may add context.
+    SessionStart,
+    /// `toolhost agent`: the prompt, before it is sent; may block it or add context.
+    UserPromptSubmit,
+    /// `toolhost agent`: the model ended its turn; may make it go on.
+    Stop,
 }
 
 impl std::fmt::Display for HookEvent {
@@ -45,6 +53,9 @@ impl std::fmt::Display for HookEvent {
             HookEvent::PreToolUse => "PreToolUse",
             HookEvent::PostToolUse => "PostToolUse",
             HookEvent::PostToolUseFailure => "PostToolUseFailure",
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::Stop => "Stop",
         })
     }
 }
@@ -94,6 +105,12 @@ pub struct HookResponse {
     pub updated_input: Option<Value>,
     /// Text appended to the tool_result for the model.
     pub additional_context: Option<String>,
+    /// `continue: false`: the session stops after this call's batch (the call itself still
+    /// runs unless a hook denies it, as in Claude Code), with `stopReason` or a default.
+    pub stop: Option<String>,
+    /// `systemMessage`: shown to the person running toolhost (stderr, events), never to the
+    /// model.
+    pub system_message: Option<String>,
 }
 
 /// A hook that could not give an answer: it timed out, crashed, exited with a status other

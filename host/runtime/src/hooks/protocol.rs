@@ -26,6 +26,9 @@ pub(super) fn interpret(event: HookEvent, output: &Output) -> Result<HookRespons
             let stdout = output.stdout.trim();
             if stdout.starts_with('{') {
                 parse_json_output(event, stdout)
+            } else if matches!(event, HookEvent::SessionStart | HookEvent::UserPromptSubmit) && !stdout.is_empty() {
+                // As in Claude Code, what these hooks print is context for the model.
+                Ok(HookResponse { additional_context: Some(stdout.to_string()), ..Default::default() })
             } else {
                 // Plain stdout is for the transcript in Claude Code; tool events ignore it.
                 Ok(HookResponse::default())
@@ -55,8 +58,9 @@ pub(super) fn interpret(event: HookEvent, output: &Output) -> Result<HookRespons
 /// (`allow`, `deny`, `ask`; `defer` leaves the decision to the rest of the flow),
 /// `permissionDecisionReason` and `updatedInput`. The older top-level `decision` is honoured
 /// when `permissionDecision` is absent: `block` denies (for every event) with the top-level
-/// `reason`, `approve` allows (`PreToolUse` only). Other fields (`continue`, `systemMessage`,
-/// …) mean nothing for a tool call and are ignored.
+/// `reason`, `approve` allows (`PreToolUse` only). `continue: false` (with `stopReason`)
+/// stops the session after the call's batch, `systemMessage` is for the person, and
+/// `suppressOutput` changes nothing here (toolhost never shows a hook's stdout).
 pub(super) fn parse_json_output(event: HookEvent, stdout: &str) -> Result<HookResponse, String> {
     let value: Value = serde_json::from_str(stdout).map_err(|e| format!("printed invalid JSON: {e}"))?;
     let Value::Object(top) = value else {
@@ -121,6 +125,19 @@ pub(super) fn parse_json_output(event: HookEvent, stdout: &str) -> Result<HookRe
         }
     }
     response.reason = reason.or(top_reason);
+    let stop_reason = string_field(&top, "stopReason", "the output")?;
+    match top.get("continue") {
+        None | Some(Value::Null) | Some(Value::Bool(true)) => {}
+        Some(Value::Bool(false)) => {
+            response.stop = Some(stop_reason.unwrap_or_else(|| format!("Execution stopped by {event} hook")));
+        }
+        Some(other) => return Err(format!("returned continue as {}; it must be a boolean", json_kind(other))),
+    }
+    response.system_message = string_field(&top, "systemMessage", "the output")?;
+    match top.get("suppressOutput") {
+        None | Some(Value::Null) | Some(Value::Bool(_)) => {}
+        Some(other) => return Err(format!("returned suppressOutput as {}; it must be a boolean", json_kind(other))),
+    }
     Ok(response)
 }
 

@@ -32,6 +32,9 @@ pub(crate) struct CommandHooks {
     pub(super) pre_tool_use: Vec<CommandHook>,
     pub(super) post_tool_use: Vec<CommandHook>,
     pub(super) post_tool_use_failure: Vec<CommandHook>,
+    pub(super) session_start: Vec<CommandHook>,
+    pub(super) user_prompt_submit: Vec<CommandHook>,
+    pub(super) stop: Vec<CommandHook>,
     /// Working directory of every hook.
     pub(super) workspace: PathBuf,
 }
@@ -55,11 +58,14 @@ impl CommandHooks {
             pre_tool_use: convert(&config.pre_tool_use),
             post_tool_use: convert(&config.post_tool_use),
             post_tool_use_failure: convert(&config.post_tool_use_failure),
+            session_start: convert(&config.session_start),
+            user_prompt_submit: convert(&config.user_prompt_submit),
+            stop: convert(&config.stop),
             workspace,
         }
     }
 
-    /// Whether any hook would run for `event` on `tool` (so a caller can skip building the
+    /// Whether any hook of `event` would run for `tool` (so a caller can skip building the
     /// [`HookInput`]).
     pub fn has(&self, event: HookEvent, tool: &str) -> bool {
         self.hooks_for(event).iter().any(|h| h.matcher.matches(tool))
@@ -89,9 +95,20 @@ impl CommandHooks {
     ///
     /// Dropping the returned future kills every hook still running.
     pub async fn run(&self, input: &HookInput) -> Vec<Result<HookResponse, HookFailure>> {
-        let event = input.hook_event_name;
+        self.run_event(input.hook_event_name, Some(&input.tool_name), input).await
+    }
+
+    /// Run every hook of `event` whose matcher matches `query` (every hook of the event when
+    /// there is no query, as Claude Code runs `UserPromptSubmit` and `Stop` hooks), with
+    /// `input` as their stdin; answers in config order. See [`CommandHooks::run`].
+    pub async fn run_event(
+        &self,
+        event: HookEvent,
+        query: Option<&str>,
+        input: &impl serde::Serialize,
+    ) -> Vec<Result<HookResponse, HookFailure>> {
         let hooks: Vec<CommandHook> =
-            self.hooks_for(event).iter().filter(|h| h.matcher.matches(&input.tool_name)).cloned().collect();
+            self.hooks_for(event).iter().filter(|h| query.is_none_or(|q| h.matcher.matches(q))).cloned().collect();
         if hooks.is_empty() {
             return Vec::new();
         }
@@ -132,6 +149,9 @@ impl CommandHooks {
             HookEvent::PreToolUse => &self.pre_tool_use,
             HookEvent::PostToolUse => &self.post_tool_use,
             HookEvent::PostToolUseFailure => &self.post_tool_use_failure,
+            HookEvent::SessionStart => &self.session_start,
+            HookEvent::UserPromptSubmit => &self.user_prompt_submit,
+            HookEvent::Stop => &self.stop,
         }
     }
 }
@@ -287,5 +307,12 @@ pub(super) fn truncate_chars(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((end, _)) => format!("{}…", &s[..end]),
         None => s.to_string(),
+    }
+}
+
+impl CommandHooks {
+    /// Whether `event` has any hook at all.
+    pub fn any(&self, event: HookEvent) -> bool {
+        !self.hooks_for(event).is_empty()
     }
 }

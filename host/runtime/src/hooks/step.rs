@@ -43,6 +43,8 @@ impl Runtime {
                     HookEvent::PreToolUse => h.pre_tool_use(hook_input).await,
                     HookEvent::PostToolUse => h.post_tool_use(hook_input).await,
                     HookEvent::PostToolUseFailure => h.post_tool_use_failure(hook_input).await,
+                    // Session events are not a call's: the Rust trait has no say in them.
+                    _ => HookResponse::default(),
                 }
             }
         }));

@@ -29,6 +29,9 @@ fn setup(scripts: &[(&str, &str)], event: HookEvent, hooks: &[(&str, &str)]) -> 
         HookEvent::PreToolUse => command_hooks.pre_tool_use = list,
         HookEvent::PostToolUse => command_hooks.post_tool_use = list,
         HookEvent::PostToolUseFailure => command_hooks.post_tool_use_failure = list,
+        HookEvent::SessionStart => command_hooks.session_start = list,
+        HookEvent::UserPromptSubmit => command_hooks.user_prompt_submit = list,
+        HookEvent::Stop => command_hooks.stop = list,
     }
     (dir, command_hooks)
 }
@@ -308,7 +311,23 @@ fn parse_json_output_table() {
     let err = |message: &str| Err::<HookResponse, String>(message.to_string());
     let cases: &[(HookEvent, &str, Result<HookResponse, String>)] = &[
         (PreToolUse, r#"{}"#, ok(None, None)),
-        (PreToolUse, r#"{"continue":true,"systemMessage":"hi"}"#, ok(None, None)),
+        (
+            PreToolUse,
+            r#"{"continue":true,"systemMessage":"hi","suppressOutput":true}"#,
+            Ok(HookResponse { system_message: Some("hi".into()), ..Default::default() }),
+        ),
+        (
+            PreToolUse,
+            r#"{"continue":false,"stopReason":"enough"}"#,
+            Ok(HookResponse { stop: Some("enough".into()), ..Default::default() }),
+        ),
+        (
+            PostToolUse,
+            r#"{"continue":false}"#,
+            Ok(HookResponse { stop: Some("Execution stopped by PostToolUse hook".into()), ..Default::default() }),
+        ),
+        (PreToolUse, r#"{"continue":"no"}"#, err("returned continue as a string; it must be a boolean")),
+        (Stop, r#"{"decision":"block","reason":"tests fail"}"#, ok(Some(Decision::Deny), Some("tests fail"))),
         (PreToolUse, r#"{"hookSpecificOutput":{"permissionDecision":"defer"}}"#, ok(None, None)),
         (
             PreToolUse,

@@ -209,6 +209,11 @@ impl Runtime {
         self.cache.as_ref().map(Cache::dir)
     }
 
+    /// The `session_id` hooks are given: one per runtime.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
     /// The loaded tools, by name.
     pub fn tools(&self) -> impl Iterator<Item = &LoadedTool> {
         self.tools.values().map(Arc::as_ref)

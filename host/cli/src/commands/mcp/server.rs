@@ -231,6 +231,9 @@ fn log_event(event: &Event) {
         Event::HookFailed { id, tool, hook_event, hook, message } => {
             tracing::warn!("{hook_event} hook [{hook}] for {tool} ({id}) failed: {message}");
         }
+        Event::HookMessage { id, tool, hook_event, message } => {
+            tracing::info!("{hook_event} hook for {tool} ({id}): {message}");
+        }
         other => tracing::debug!("{}", serde_json::to_string(other).unwrap_or_default()),
     }
 }

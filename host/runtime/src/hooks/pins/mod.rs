@@ -107,7 +107,7 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct HookPin {
-    /// `pre_tool_use`, `post_tool_use` or `post_tool_use_failure`.
+    /// The event's key (`pre_tool_use`, `stop`, …: [`toolhost_policy::HOOK_EVENT_KEYS`]).
     pub event: String,
     /// The matcher (`*` for every tool).
     pub matcher: String,
@@ -288,22 +288,16 @@ fn matcher_text(m: &HookMatcher) -> String {
 impl Summary {
     /// The summary of `config` for `workspace`.
     pub fn of(config: &Config, workspace: &Path) -> Summary {
-        let hooks = &config.hooks;
-        let mut pins: Vec<HookPin> = [
-            ("pre_tool_use", &hooks.pre_tool_use),
-            ("post_tool_use", &hooks.post_tool_use),
-            ("post_tool_use_failure", &hooks.post_tool_use_failure),
-        ]
-        .into_iter()
-        .flat_map(|(event, list)| {
-            list.iter().map(move |h| HookPin {
+        let mut pins: Vec<HookPin> = config
+            .hooks
+            .indexed()
+            .map(|(event, _, h)| HookPin {
                 event: event.into(),
                 matcher: matcher_text(&h.matcher()),
                 command: h.command.get_ref().clone(),
                 files: hook_files(h, workspace),
             })
-        })
-        .collect();
+            .collect();
         pins.sort();
         let perms = &config.permissions;
         let rules = perms.rules();
@@ -363,8 +357,7 @@ impl Pins {
         let summary = Summary::of(config, workspace);
         let mut files: BTreeMap<PathBuf, String> =
             summary.hooks.iter().flat_map(|h| &h.files).map(|f| (f.clone(), file_digest(f))).collect();
-        let hooks = &config.hooks;
-        for hook in hooks.pre_tool_use.iter().chain(&hooks.post_tool_use).chain(&hooks.post_tool_use_failure) {
+        for hook in config.hooks.all() {
             for dir in hook_dirs(hook, workspace) {
                 pin_dir(&dir, &mut files);
             }
@@ -622,6 +615,10 @@ mod tests {
         let table: &[(&str, &str, bool)] = &[
             ("", hook, true),
             (hook, "", false),
+            // Session hooks run on the host like any other.
+            ("", "[[hooks.stop]]\ncommand = \"sh hooks/guard.sh\"\n", true),
+            ("", "[[hooks.session_start]]\ncommand = \"sh hooks/guard.sh\"\n", true),
+            ("", "[[hooks.user_prompt_submit]]\ncommand = \"sh hooks/guard.sh\"\n", true),
             ("", "[permissions]\nmode = \"bypass\"\n", true),
             ("", "[permissions]\nmode = \"acceptEdits\"\n", true),
             ("", "[permissions]\nmode = \"dontAsk\"\n", false),
