@@ -23,6 +23,7 @@ mod kinds_props;
 mod limits;
 mod load;
 mod mcp;
+mod mcp_client;
 mod network;
 mod permissions;
 mod pins;

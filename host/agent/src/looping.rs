@@ -251,6 +251,8 @@ struct Sink<'a> {
     deferral: Option<&'a mut Deferral>,
     /// Names of tools offered to the model (deferred or not).
     offered: &'a HashSet<String>,
+    /// The runtime, which refuses (and audits) a call of a tool a deny rule names whole.
+    runtime: &'a Runtime,
     started: &'a Mutex<HashMap<String, (ToolUse, Instant)>>,
     observer: Option<&'a dyn Observer>,
     transcript: Option<&'a Transcript>,
@@ -259,8 +261,10 @@ struct Sink<'a> {
 impl TurnSink for Sink<'_> {
     fn tool_use(&mut self, call: ToolUse) {
         self.started.lock().unwrap_or_else(|e| e.into_inner()).insert(call.id.clone(), (call.clone(), Instant::now()));
-        let answered = if call.name != crate::TOOL_SEARCH && !self.offered.contains(&call.name) {
-            // Not offered: the runtime may have it, but this run does not.
+        let denied_whole = self.runtime.denied_as_a_whole(&call.name) && self.runtime.has_tool(&call.name);
+        let answered = if call.name != crate::TOOL_SEARCH && !self.offered.contains(&call.name) && !denied_whole {
+            // Not offered: the runtime may have it, but this run does not. (One a deny rule
+            // names whole goes to the runtime, whose refusal is audited like any decision.)
             Some(Refusal::unknown_tool(&call.name).into_result(&call.id))
         } else {
             self.deferral.as_deref_mut().and_then(|d| d.answer(&call))
@@ -324,6 +328,7 @@ impl Agent {
         let only = self.options.only_tools.as_ref();
         self.runtime
             .offered_tools()
+            .into_iter()
             .filter(|t| only.is_none_or(|names| names.contains(&t.info.name)))
             .map(|t| ToolDef {
                 name: t.info.name.clone(),
@@ -535,6 +540,7 @@ impl Agent {
             submit,
             deferral,
             offered,
+            runtime: &self.runtime,
             started: &started,
             observer: self.observer.as_deref(),
             transcript: self.transcript.as_ref(),

@@ -28,6 +28,11 @@ pub fn report_once(settings: &ClaudeSettings) {
             rules.join(", ")
         );
     }
+    for (name, origin) in &settings.held_servers {
+        eprintln!(
+            "note: {origin}: the MCP server {name} starts only once this workspace is trusted (`toolhost trust`)"
+        );
+    }
     for (dir, origin) in &settings.held_directories {
         eprintln!(
             "note: {origin}: the additional directory {} applies only once this workspace is trusted (`toolhost trust`)",

@@ -5,6 +5,7 @@ mod audit;
 mod claude;
 mod commands;
 mod install;
+mod mcp_servers;
 mod output;
 mod pins;
 mod setup;

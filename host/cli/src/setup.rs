@@ -421,7 +421,7 @@ async fn build_and_load(
         others.extend(wasm_files(dir)?.iter().map(ToolSource::file));
     }
     let defaults = if args.no_default_tools { Vec::new() } else { toolhost_default_tools::sources() };
-    let load_errors = runtime
+    let mut load_errors: Vec<String> = runtime
         .load_configured(defaults, others)
         .await
         .into_iter()
@@ -431,6 +431,8 @@ async fn build_and_load(
             text
         })
         .collect();
+    // MCP servers: their tools join the pool beside the components.
+    load_errors.extend(crate::mcp_servers::connect_all(&runtime, &config, &workspace).await);
     Ok(Loaded { runtime, load_errors })
 }
 

@@ -49,8 +49,8 @@ mod warnings;
 
 pub use capability::Capability;
 pub use config::{
-    AuditConfig, Config, ConfigError, HOOK_EVENT_KEYS, HookConfig, HooksConfig, LimitsConfig, PermissionsConfig,
-    TlsConfig, ToolConfig,
+    AuditConfig, Config, ConfigError, HOOK_EVENT_KEYS, HookConfig, HooksConfig, LimitsConfig, McpServerConfig,
+    PermissionsConfig, TlsConfig, ToolConfig,
 };
 pub use fs::{DEFAULT_ASK_BEFORE_WRITING, FsAccess, FsRefusal, PathPolicy};
 pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant, grant_excess};

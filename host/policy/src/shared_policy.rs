@@ -42,12 +42,13 @@ pub enum SharedPolicyError {
     },
 }
 
-/// The paths to protect so that no tool changes what a hook runs: the directories of the files
-/// each hook command runs, or the files its `files` key lists (see [`hook_protected_paths`]).
+/// The paths to protect so that no tool changes what a hook (or a stdio MCP server) runs: the
+/// directories of the files each command runs, or the files its `files` key lists (see
+/// [`hook_protected_paths`]).
 pub fn hook_paths(config: &Config, workspace: &Path, home: Option<&Path>) -> Result<Vec<PathBuf>, HookError> {
     let mut paths = Vec::new();
-    for hook in config.hooks.all() {
-        paths.extend(hook_protected_paths(hook, workspace, home)?);
+    for (_, hook) in config.host_programs() {
+        paths.extend(hook_protected_paths(&hook, workspace, home)?);
     }
     Ok(paths)
 }

@@ -36,6 +36,7 @@ mod invoke;
 mod kinds;
 mod loading;
 mod registry;
+mod remote;
 mod sandbox;
 mod turns;
 
@@ -60,6 +61,7 @@ pub use loading::loader::{Inspection, ToolInfo, inspect};
 pub use loading::source::{DeclarationCheck, Origin, ToolSource};
 pub use loading::tiering::{CodeState, OptimizeHold, Tier};
 pub use registry::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
+pub use remote::{RemoteBlock, RemoteOutput, RemoteServer, RemoteTool, mcp_tool_name};
 #[doc(hidden)]
 pub use sandbox::fsguard::use_procfs_paths;
 pub use tokio_util::sync::CancellationToken;

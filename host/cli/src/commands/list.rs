@@ -141,6 +141,10 @@ impl ListCommand {
                 "load_errors": loaded.load_errors,
                 "rules": rules,
                 "hooks": hooks,
+                "mcp_tools": rt.remote_tools().iter().map(|t| json!({
+                    "name": t.info.name, "description": t.info.description, "input_schema": t.info.input_schema,
+                    "read_only": t.info.read_only, "origin": t.origin.to_string(),
+                })).collect::<Vec<_>>(),
                 "settings_files": config.claude.as_ref().map(|c| c.files.iter().map(|(_, f)| f.display().to_string()).collect::<Vec<_>>()),
             });
             crate::output::outln!("{}", serde_json::to_string_pretty(&out)?);
@@ -170,6 +174,19 @@ impl ListCommand {
                 }
             }
             let names: Vec<&str> = rt.tools().map(|t| t.info.name.as_str()).collect();
+            for t in rt.remote_tools() {
+                crate::output::outln!(
+                    "\n{} (mcp, {}, {})",
+                    t.info.name,
+                    t.origin,
+                    if t.info.read_only { "read-only" } else { "read-write" }
+                );
+                crate::output::outln!("  {}", t.info.description.lines().next().unwrap_or(""));
+                crate::output::outln!("  runs outside the sandbox: the server does what it is able to");
+            }
+            let mut names = names;
+            let remote: Vec<String> = rt.remote_tools().iter().map(|t| t.info.name.clone()).collect();
+            names.extend(remote.iter().map(String::as_str));
             let rules = crate::claude::rule_lines(&config, Some(&names));
             if !rules.is_empty() {
                 crate::output::outln!("\nrules:");

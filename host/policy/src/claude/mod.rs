@@ -54,6 +54,8 @@ pub enum SettingsSource {
     Local,
     /// A file named by `--settings`.
     Flag,
+    /// `.mcp.json` in the workspace: the project's MCP servers.
+    McpJson,
 }
 
 impl SettingsSource {
@@ -64,6 +66,7 @@ impl SettingsSource {
             SettingsSource::Project => "project settings",
             SettingsSource::Local => "local settings",
             SettingsSource::Flag => "--settings",
+            SettingsSource::McpJson => "project MCP servers",
         }
     }
 }
@@ -151,6 +154,8 @@ pub struct SettingsPaths {
     pub local: PathBuf,
     /// `--settings FILE`.
     pub flag: Option<PathBuf>,
+    /// `WORKSPACE/.mcp.json`.
+    pub mcp_json: PathBuf,
 }
 
 impl SettingsPaths {
@@ -162,6 +167,7 @@ impl SettingsPaths {
             project: workspace.join(".claude").join("settings.json"),
             local: workspace.join(".claude").join("settings.local.json"),
             flag: flag.map(Path::to_path_buf),
+            mcp_json: workspace.join(".mcp.json"),
         }
     }
 
@@ -176,6 +182,7 @@ impl SettingsPaths {
         if let Some(f) = &self.flag {
             out.push((SettingsSource::Flag, f.clone()));
         }
+        out.push((SettingsSource::McpJson, self.mcp_json.clone()));
         out
     }
 }
@@ -207,6 +214,10 @@ pub struct ClaudeSettings {
     pub hooks: Vec<(&'static str, HookConfig)>,
     /// `env`, later files overriding earlier ones: given to every hook.
     pub env: BTreeMap<String, String>,
+    /// MCP servers (`.mcp.json`), by name.
+    pub mcp_servers: Vec<(String, crate::McpServerConfig)>,
+    /// The `.mcp.json` servers held until the workspace is trusted (their names and where).
+    pub held_servers: Vec<(String, Origin)>,
     /// `additionalDirectories`, absolute.
     pub additional_directories: Vec<(PathBuf, Origin)>,
     /// The `additionalDirectories` of the project and local settings, held until the
@@ -450,13 +461,16 @@ impl Reader<'_, '_> {
     /// trust: in the files inside the workspace, which a cloned repository brings, as in
     /// Claude Code (project and local settings alike).
     fn gated(&self) -> bool {
-        matches!(self.source, SettingsSource::Project | SettingsSource::Local) && !self.opts.trusted
+        matches!(self.source, SettingsSource::Project | SettingsSource::Local | SettingsSource::McpJson)
+            && !self.opts.trusted
     }
 
     /// Where `/x` starts for this file (see [`rules`]).
     fn root(&self) -> PathBuf {
         match self.source {
-            SettingsSource::Project | SettingsSource::Local => self.opts.workspace.to_path_buf(),
+            SettingsSource::Project | SettingsSource::Local | SettingsSource::McpJson => {
+                self.opts.workspace.to_path_buf()
+            }
             SettingsSource::User | SettingsSource::Flag => {
                 self.file.parent().map_or_else(|| self.opts.workspace.to_path_buf(), Path::to_path_buf)
             }
@@ -475,6 +489,9 @@ impl Reader<'_, '_> {
             return self
                 .error(json::start(&value), format!("settings must be a JSON object, not {}", json::kind(&value)));
         };
+        if self.source == SettingsSource::McpJson {
+            return self.mcp_json(root);
+        }
         let mut disable_hooks = false;
         if let Some(p) = root.properties.iter().find(|p| json::name(&p.name) == "disableAllHooks") {
             match &p.value {
@@ -495,6 +512,101 @@ impl Reader<'_, '_> {
                 "disableAllHooks" => {}
                 k if OTHER_KEYS.contains(&k) => {}
                 k => self.warn(prop.range.start, format!("unknown key {k:?}: Claude Code has no such setting")),
+            }
+        }
+    }
+
+    /// `.mcp.json`: `{"mcpServers": {NAME: {"command", "args", "env"} | {"type": "http",
+    /// "url", "headers"}}}`. A project's servers run (or are reached) only once the workspace
+    /// is trusted, as Claude Code asks before it starts them.
+    fn mcp_json(&mut self, root: &Object<'_>) {
+        for prop in &root.properties {
+            if json::name(&prop.name) != "mcpServers" {
+                self.warn(prop.range.start, format!("unknown key {:?} in .mcp.json", json::name(&prop.name)));
+                continue;
+            }
+            let Some(servers) = self.object(&prop.value, "mcpServers") else { continue };
+            for server in &servers.properties {
+                let name = json::name(&server.name).to_string();
+                let path = format!("mcpServers.{name}");
+                let Some(fields) = self.object(&server.value, &path) else { continue };
+                if let Some(config) = self.mcp_server(&path, fields) {
+                    let origin = self.at(server.range.start);
+                    if self.gated() {
+                        self.settings.held_servers.push((name, origin));
+                    } else {
+                        self.settings
+                            .mcp_servers
+                            .push((name, crate::McpServerConfig { origin: Some(origin), ..config }));
+                    }
+                }
+            }
+        }
+    }
+
+    fn mcp_server(&mut self, path: &str, fields: &Object<'_>) -> Option<crate::McpServerConfig> {
+        let mut config = crate::McpServerConfig::default();
+        let mut kind = None;
+        for prop in &fields.properties {
+            let key = json::name(&prop.name);
+            match (key, &prop.value) {
+                ("type", Value::StringLit(s)) => kind = Some((s.value.to_string(), s.range.start)),
+                ("command", Value::StringLit(s)) => {
+                    config.command = Some(Spanned::new(s.range.start..s.range.end, s.value.to_string()));
+                }
+                ("url", Value::StringLit(s)) => {
+                    config.url = Some(Spanned::new(s.range.start..s.range.end, s.value.to_string()));
+                }
+                ("args", v) => {
+                    config.args = self.strings(v, &format!("{path}.args")).into_iter().map(|(a, _)| a).collect();
+                }
+                ("env" | "headers", Value::Object(o)) => {
+                    let mut map = std::collections::BTreeMap::new();
+                    for p in &o.properties {
+                        match &p.value {
+                            Value::StringLit(v) => {
+                                map.insert(json::name(&p.name).to_string(), v.value.to_string());
+                            }
+                            v => self.error(
+                                json::start(v),
+                                format!("{path}.{key}.{}: must be a string", json::name(&p.name)),
+                            ),
+                        }
+                    }
+                    if key == "env" {
+                        config.env = map;
+                    } else {
+                        config.headers = map;
+                    }
+                }
+                ("files", v) => {
+                    config.files = Some(
+                        self.strings(v, &format!("{path}.files"))
+                            .into_iter()
+                            .map(|(f, at)| Spanned::new(at..at, PathBuf::from(f)))
+                            .collect(),
+                    );
+                }
+                ("type" | "command" | "url" | "env" | "headers", v) => {
+                    let want = if matches!(key, "env" | "headers") { "an object" } else { "a string" };
+                    self.error(json::start(v), format!("{path}.{key}: must be {want}, not {}", json::kind(v)));
+                    return None;
+                }
+                ("oauth" | "timeout" | "alwaysLoad", _) => {}
+                (k, _) => self.warn(prop.range.start, format!("{path}: unknown key {k:?}")),
+            }
+        }
+        match (kind.as_ref().map(|(k, at)| (k.as_str(), *at)), &config.command, &config.url) {
+            (None | Some(("stdio", _)), Some(_), None) | (None | Some(("http", _)), None, Some(_)) => Some(config),
+            (Some(("sse", at)), _, _) => {
+                let why = "toolhost speaks streamable HTTP and stdio, not the older SSE transport";
+                self.ignore(at, format!("{path} (type sse)"), why);
+                None
+            }
+            _ => {
+                let why = "a server has either \"command\" (stdio) or \"url\" (\"type\": \"http\")";
+                self.error(fields.range.start, format!("{path}: {why}"));
+                None
             }
         }
     }

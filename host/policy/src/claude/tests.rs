@@ -14,6 +14,7 @@ fn file(source: SettingsSource) -> PathBuf {
         SettingsSource::Project => PathBuf::from("/w/.claude/settings.json"),
         SettingsSource::Local => PathBuf::from("/w/.claude/settings.local.json"),
         SettingsSource::Flag => PathBuf::from("/etc/team/claude.json"),
+        SettingsSource::McpJson => PathBuf::from("/w/.mcp.json"),
     }
 }
 

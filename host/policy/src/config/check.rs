@@ -321,6 +321,15 @@ impl Config {
     /// (or at the `files` entry), and says how to fix it.
     pub fn hook_errors(&self, workspace: &Path, home: Option<&Path>) -> Vec<ConfigError> {
         let mut errors = Vec::new();
+        let servers = self.mcp_servers.iter().filter_map(|(name, s)| Some((name, s.as_hook()?)));
+        for (name, hook) in servers {
+            let Err(e) = crate::hook_protected_paths(&hook, workspace, home) else { continue };
+            let message = format!("mcp_servers.{name}.command: {e}");
+            errors.push(match &hook.origin {
+                Some(origin) => origin.error(message),
+                None => self.error_at(hook.command.span().start, message),
+            });
+        }
         for (key, i, hook) in self.hooks.indexed() {
             let Err(e) = crate::hook_protected_paths(hook, workspace, home) else { continue };
             // A hook of a Claude Code settings file is reported there.

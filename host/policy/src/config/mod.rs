@@ -62,6 +62,9 @@ pub struct Config {
     /// Where every permission decision and call is recorded (see [`AuditConfig`]).
     #[serde(default)]
     pub audit: AuditConfig,
+    /// MCP servers whose tools join the pool as `mcp__NAME__TOOL` (see [`McpServerConfig`]).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Whether Claude Code's settings files are read too (`.claude/settings.json` and the
     /// others, see [`crate::claude`]); default true.
     pub claude_settings: Option<bool>,
@@ -259,6 +262,58 @@ impl HooksConfig {
     /// Every hook with its event's key (`pre_tool_use`, …) and its index there.
     pub fn indexed(&self) -> impl Iterator<Item = (&'static str, usize, &HookConfig)> {
         HOOK_EVENT_KEYS.into_iter().flat_map(|key| self.of(key).iter().enumerate().map(move |(i, h)| (key, i, h)))
+    }
+}
+
+/// `[mcp_servers.NAME]`: an MCP server whose tools join the pool, reached over stdio (a
+/// `command` the operator runs on this machine, outside the sandbox, pinned and protected as a
+/// hook's is) or streamable HTTP (a `url`). `${VAR}` and `${VAR:-default}` in `command`,
+/// `args`, `env`, `url` and `headers` are taken from the environment when the server starts.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program of a stdio server.
+    pub command: Option<Spanned<String>>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables it gets on top of this process's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The files the command runs, when it cannot be analysed (as a hook's `files`).
+    pub files: Option<Vec<Spanned<PathBuf>>>,
+    /// The endpoint of a streamable HTTP server.
+    pub url: Option<Spanned<String>>,
+    /// Headers of every request to it.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A variable holding a bearer token for it (`Authorization: Bearer …`).
+    pub bearer_token_env: Option<String>,
+    /// Where the server was written when it comes from Claude Code's `.mcp.json`.
+    #[serde(skip)]
+    pub origin: Option<crate::claude::Origin>,
+}
+
+impl McpServerConfig {
+    /// The command line of a stdio server, as one shell-quoted string (for the analysis of
+    /// what it runs, pins and messages); `None` for an HTTP server.
+    pub fn command_line(&self) -> Option<String> {
+        let command = self.command.as_ref()?.get_ref();
+        let words = std::iter::once(command.as_str()).chain(self.args.iter().map(String::as_str));
+        shlex::try_join(words).ok().or_else(|| Some(format!("{command} {}", self.args.join(" "))))
+    }
+
+    /// The server as a hook, for the analysis and protection of what it runs (§5).
+    pub fn as_hook(&self) -> Option<HookConfig> {
+        let line = self.command_line()?;
+        let span = self.command.as_ref().map_or(0..0, Spanned::span);
+        Some(HookConfig {
+            matcher: None,
+            command: Spanned::new(span, line),
+            files: self.files.clone(),
+            timeout_ms: None,
+            origin: self.origin.clone(),
+        })
     }
 }
 
@@ -517,6 +572,10 @@ impl Config {
             }
         }
         self.hooks.env.extend(settings.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        // toolhost.toml's server of a name wins.
+        for (name, server) in &settings.mcp_servers {
+            self.mcp_servers.entry(name.clone()).or_insert_with(|| server.clone());
+        }
         for (dir, _) in &settings.additional_directories {
             if !self.permissions.additional_directories.contains(dir) {
                 self.permissions.additional_directories.push(dir.clone());
@@ -546,6 +605,20 @@ impl Config {
 }
 
 impl Config {
+    /// Everything the config has run on this machine, outside the sandbox, as hooks: every
+    /// hook (labelled with its event key) and every stdio MCP server (`mcp_server NAME`). What
+    /// each runs is protected from tools and pinned alike (§5, §5a).
+    pub fn host_programs(&self) -> Vec<(String, HookConfig)> {
+        let mut out: Vec<(String, HookConfig)> =
+            self.hooks.indexed().map(|(key, _, h)| (key.to_string(), h.clone())).collect();
+        for (name, server) in &self.mcp_servers {
+            if let Some(hook) = server.as_hook() {
+                out.push((format!("mcp_server {name}"), hook));
+            }
+        }
+        out
+    }
+
     /// Every hook in force with where it was written, for people: `(event key, hook, where)`.
     pub fn hook_origins(&self) -> Vec<(&'static str, &HookConfig, String)> {
         self.hooks

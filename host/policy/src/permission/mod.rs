@@ -594,7 +594,10 @@ impl Rules {
             Mode::Bypass => (Decision::Allow, "bypass mode".to_string()),
             _ if req.read_only && inside => (Decision::Allow, "a read-only tool inside the workspace".to_string()),
             Mode::AcceptEdits if inside => (Decision::Allow, "accept-edits mode, inside the workspace".to_string()),
-            _ if !inside => (Decision::Ask, format!("no rule allows {} outside the workspace", req.tool)),
+            _ if !inside && matches!(req.subject, Some((_, SubjectKind::Path))) => {
+                (Decision::Ask, format!("no rule allows {} outside the workspace", req.tool))
+            }
+            _ if !inside => (Decision::Ask, format!("no rule allows {}, which reaches beyond the workspace", req.tool)),
             _ => (Decision::Ask, format!("no rule allows {} to run without asking", req.tool)),
         };
         match (decision, mode) {

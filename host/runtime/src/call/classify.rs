@@ -64,9 +64,10 @@ impl Runtime {
     /// tool whether the call is concurrency-safe. Never fails: whatever goes wrong makes the
     /// call unsafe, and the pipeline reports it when the call runs.
     pub async fn check(&self, tool_use: ToolUse) -> CheckedCall {
-        let Some(tool) = self.tools.get(&tool_use.name) else {
+        let Some(tool) = self.lookup(&tool_use.name) else {
             return CheckedCall::unchecked(tool_use);
         };
+        let tool = &tool;
         let outcome = self.check_input(tool, &tool_use.input, "");
         let safe = match &outcome {
             // A kind that cannot say: what the config says, or not.

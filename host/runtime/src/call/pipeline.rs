@@ -111,7 +111,8 @@ impl Runtime {
         options: &CallOptions,
     ) -> (ToolResult, Updates) {
         let started = Instant::now();
-        let (result, updates, hosts, tier, trace) = match self.tools.get(&tool_use.name) {
+        let found = self.lookup(&tool_use.name);
+        let (result, updates, hosts, tier, trace) = match &found {
             None => (
                 Refusal::unknown_tool(&tool_use.name).into_result(&tool_use.id),
                 Updates::default(),
@@ -153,7 +154,7 @@ impl Runtime {
             outcome: result.outcome,
             duration_ms: duration,
             session: self.session_id.clone(),
-            digest: self.tools.get(&tool_use.name).map(|t| t.sha256.clone()),
+            digest: self.lookup(&tool_use.name).map(|t| t.sha256.clone()).filter(|d| !d.is_empty()),
             input_sha256: crate::event::input_sha256(&tool_use.input),
             input: Arc::new(tool_use.input.clone()),
             bytes_out: result
@@ -303,6 +304,9 @@ impl Runtime {
     /// paths a person allowed this call to write although other programs run them.
     async fn call_tool(&self, cx: &CallCtx<'_>, input: &str, approved: Vec<PathBuf>) -> (ToolResult, Updates) {
         let (id, name, tool, view) = (cx.id(), cx.name(), cx.tool, &cx.view);
+        if let (ToolKind::Mcp { tool: on_server, server }, Some(remote)) = (&tool.info.kind, &tool.remote) {
+            return (self.call_remote(cx, server, on_server, remote.as_ref(), input).await, Updates::default());
+        }
         let called = match &tool.info.kind {
             ToolKind::Function { export } => self.invoke(cx, cx.access, CallFunction { export, input }, approved).await,
             ToolKind::Command => {
@@ -349,6 +353,61 @@ impl Runtime {
                 None => (result, Updates { namespace, list }),
             },
             Err(message) => (ToolResult::error(id, OutcomeKind::Failed, message), Updates::default()),
+        }
+    }
+
+    /// Step 7 for an MCP server's tool: the server makes the call, under the tool's time
+    /// limit and the call's cancellation; its answer is sized and spilled as a component's.
+    async fn call_remote(
+        &self,
+        cx: &CallCtx<'_>,
+        server: &str,
+        on_server: &str,
+        remote: &dyn crate::remote::RemoteServer,
+        input: &str,
+    ) -> ToolResult {
+        let (id, name, tool) = (cx.id(), cx.name(), cx.tool);
+        let value: Value = serde_json::from_str(input).unwrap_or_default();
+        let limit = Duration::from_millis(tool.limits.timeout_ms);
+        let answer = tokio::select! {
+            answer = remote.call(on_server, value) => answer,
+            () = tokio::time::sleep(limit) => {
+                let message = format!("Tool {name} timed out after {} ms (timeout_ms): MCP server {server} did not answer.", tool.limits.timeout_ms);
+                return ToolResult::error(id, OutcomeKind::Timeout, message);
+            }
+            () = cx.cancel().cancelled() => return Refusal::interrupted().into_result(id),
+        };
+        let output = match answer {
+            Ok(output) => output,
+            Err(why) => {
+                return ToolResult::error(
+                    id,
+                    OutcomeKind::HostError,
+                    format!("MCP server {server} could not make the call: {why}"),
+                );
+            }
+        };
+        let is_error = output.is_error;
+        let blocks = crate::remote::wit_blocks(output);
+        let size: usize = blocks
+            .iter()
+            .map(|b| match b {
+                crate::invoke::bindings::WitContentBlock::Text(t) => t.len(),
+                crate::invoke::bindings::WitContentBlock::Image(i) => i.data.len(),
+            })
+            .sum();
+        if size > tool.limits.max_output_bytes {
+            let message = format!(
+                "Tool {name} returned {size} bytes, more than its limit of {} (max_output_bytes).",
+                tool.limits.max_output_bytes
+            );
+            return ToolResult::error(id, OutcomeKind::OutputLimit, message);
+        }
+        match map_output(name, id, blocks, tool.limits.max_result_chars, &self.spill) {
+            // The server's own failure: an error result with what it said (text only).
+            Ok(result) if is_error => ToolResult::error(id, OutcomeKind::Failed, result.text()),
+            Ok(result) => result,
+            Err(message) => ToolResult::error(id, OutcomeKind::Failed, message),
         }
     }
 

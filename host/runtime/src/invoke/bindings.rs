@@ -16,8 +16,8 @@ mod gen_ {
 pub(crate) use gen_::exports::toolhost::tool::tool::Guest as ToolExports;
 pub(crate) use gen_::toolhost::tool::host::Host as HostImports;
 pub(crate) use gen_::toolhost::tool::types::{
-    Capability as WitCapability, ContentBlock as WitContentBlock, Host as TypesHost, ToolError as WitToolError,
-    ToolOutput, ToolSchema,
+    Capability as WitCapability, ContentBlock as WitContentBlock, Host as TypesHost, Image as WitImage,
+    ToolError as WitToolError, ToolOutput, ToolSchema,
 };
 pub(crate) use gen_::{Plugin, PluginPre};
 

@@ -36,7 +36,9 @@ pub(crate) fn described(source: &ToolSource) -> Described {
 fn default_name(origin: &Origin) -> String {
     let label = match origin {
         Origin::File(path) => path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
-        Origin::Embedded(name) | Origin::Bytes(name) => name.strip_suffix(".wasm").unwrap_or(name).to_string(),
+        Origin::Embedded(name) | Origin::Bytes(name) | Origin::Mcp(name) => {
+            name.strip_suffix(".wasm").unwrap_or(name).to_string()
+        }
     };
     let name: String = label
         .chars()

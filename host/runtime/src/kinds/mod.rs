@@ -35,6 +35,14 @@ pub enum ToolKind {
     },
     /// A WASI command program (`wasi:cli/run`).
     Command,
+    /// A tool of an MCP server (`mcp__SERVER__TOOL`): the server, run or reached by the
+    /// embedder, makes the call; toolhost runs every step around it.
+    Mcp {
+        /// The server's name.
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+    },
 }
 
 impl ToolKind {
@@ -50,6 +58,7 @@ impl ToolKind {
             ToolKind::Toolhost => "the tool's `schema` export",
             ToolKind::Function { .. } => "the function's WIT types and documentation",
             ToolKind::Command => "toolhost's command-program schema (args, stdin)",
+            ToolKind::Mcp { .. } => "the MCP server's tools/list",
         }
     }
 
@@ -59,6 +68,7 @@ impl ToolKind {
             ToolKind::Toolhost => "toolhost",
             ToolKind::Function { .. } => "function",
             ToolKind::Command => "command",
+            ToolKind::Mcp { .. } => "mcp",
         }
     }
 }
@@ -67,6 +77,7 @@ impl std::fmt::Display for ToolKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ToolKind::Function { export } => write!(f, "function {export}"),
+            ToolKind::Mcp { server, .. } => write!(f, "MCP server {server}"),
             other => f.write_str(other.as_str()),
         }
     }

@@ -123,6 +123,19 @@ impl Code {
         }
     }
 
+    /// No code at all: a tool another program serves (an MCP server's). Asking for it is an
+    /// error the pipeline never makes.
+    pub(crate) fn none(what: &str) -> Self {
+        let ready = tokio::sync::OnceCell::new();
+        let _ = ready.set(Err(LoadError::embedder(format!("{what} has no WebAssembly code"))));
+        Code {
+            sha256: String::new(),
+            pending: std::sync::Mutex::new(None),
+            ready,
+            current: std::sync::Mutex::default(),
+        }
+    }
+
     /// Code already made (for `inspect`).
     fn made(sha256: String, compiled: Compiled) -> Self {
         Code {

@@ -18,6 +18,8 @@ pub enum Origin {
     File(PathBuf),
     /// Bytes handed over by an embedding program, with its label.
     Bytes(String),
+    /// An MCP server (its name): the tool is the server's, called through it.
+    Mcp(String),
 }
 
 impl std::fmt::Display for Origin {
@@ -26,6 +28,7 @@ impl std::fmt::Display for Origin {
             Origin::Embedded(name) => write!(f, "embedded tool {name}"),
             Origin::File(p) => write!(f, "{}", p.display()),
             Origin::Bytes(label) => f.write_str(label),
+            Origin::Mcp(server) => write!(f, "MCP server {server}"),
         }
     }
 }

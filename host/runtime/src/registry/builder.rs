@@ -269,6 +269,7 @@ impl RuntimeBuilder {
             max_concurrency,
             max_context_bytes,
             tools: BTreeMap::new(),
+            remote: Default::default(),
         })
     }
 }

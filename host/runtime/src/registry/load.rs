@@ -385,6 +385,7 @@ impl Runtime {
             concurrency_safe: tool_config.and_then(|t| t.concurrency_safe).unwrap_or(false),
             code,
             pure_pool: Default::default(),
+            remote: None,
         };
         self.tools.insert(name.clone(), Arc::new(tool));
         Ok(name)

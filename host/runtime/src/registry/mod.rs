@@ -73,6 +73,8 @@ pub struct LoadedTool {
     pub(crate) context_namespace: Arc<str>,
     pub(crate) code: Arc<loader::Code>,
     pub(crate) pure_pool: crate::invoke::PurePool,
+    /// For an MCP server's tool: the server that makes its calls.
+    pub(crate) remote: Option<Arc<dyn crate::remote::RemoteServer>>,
 }
 
 impl LoadedTool {
@@ -133,7 +135,7 @@ pub struct Runtime {
     pub(crate) engine: ToolEngine,
     pub(crate) workspace: PathBuf,
     pub(crate) workspace_json: Arc<str>,
-    config: Config,
+    pub(crate) config: Config,
     default_grant: Grant,
     pub(crate) env: BTreeMap<String, String>,
     /// The compile cache, when one was set and passed its checks.
@@ -154,6 +156,9 @@ pub struct Runtime {
     /// The bound of each session's context (`limits.max_context_bytes`).
     pub(crate) max_context_bytes: usize,
     pub(crate) tools: BTreeMap<String, Arc<LoadedTool>>,
+    /// The tools of MCP servers, replaced server by server as their lists change
+    /// ([`Runtime::set_remote_tools`]).
+    pub(crate) remote: std::sync::RwLock<BTreeMap<String, Arc<LoadedTool>>>,
     pub(crate) permissions: Permissions,
     pub(crate) command_hooks: CommandHooks,
     pub(crate) hooks: Vec<Arc<dyn Hooks>>,
@@ -221,8 +226,12 @@ impl Runtime {
 
     /// The loaded tools a model may be offered: all but those a deny rule names as a whole
     /// (`deny = ["Write"]`), which, as in Claude Code, are not offered at all.
-    pub fn offered_tools(&self) -> impl Iterator<Item = &LoadedTool> {
-        self.tools().filter(|t| !self.denied_as_a_whole(&t.info.name))
+    /// MCP servers' tools are in it too ([`Runtime::set_remote_tools`]).
+    pub fn offered_tools(&self) -> Vec<Arc<LoadedTool>> {
+        let mut all: Vec<Arc<LoadedTool>> = self.tools.values().cloned().collect();
+        all.extend(self.remote_tools());
+        all.retain(|t| !self.denied_as_a_whole(&t.info.name));
+        all
     }
 
     /// Whether a deny rule without a pattern names `tool` (its name, or its MCP server's).

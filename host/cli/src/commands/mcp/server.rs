@@ -173,6 +173,7 @@ impl Shared {
 pub fn tool_list(runtime: &Runtime) -> Vec<Tool> {
     runtime
         .offered_tools()
+        .iter()
         .map(|tool| {
             let info = &tool.info;
             let schema = match &info.input_schema {

@@ -289,15 +289,27 @@ impl Summary {
     /// The summary of `config` for `workspace`.
     pub fn of(config: &Config, workspace: &Path) -> Summary {
         let mut pins: Vec<HookPin> = config
-            .hooks
-            .indexed()
-            .map(|(event, _, h)| HookPin {
-                event: event.into(),
+            .host_programs()
+            .iter()
+            .map(|(event, h)| HookPin {
+                event: event.clone(),
                 matcher: matcher_text(&h.matcher()),
                 command: h.command.get_ref().clone(),
                 files: hook_files(h, workspace),
             })
             .collect();
+        // An HTTP MCP server runs nothing here, but its tools join the pool: one added (or
+        // moved elsewhere) widens what a model can do.
+        for (name, server) in &config.mcp_servers {
+            if let Some(url) = &server.url {
+                pins.push(HookPin {
+                    event: format!("mcp_server {name}"),
+                    matcher: "*".to_string(),
+                    command: url.get_ref().clone(),
+                    files: Vec::new(),
+                });
+            }
+        }
         pins.sort();
         let perms = &config.permissions;
         let rules = perms.rules();
@@ -357,8 +369,8 @@ impl Pins {
         let summary = Summary::of(config, workspace);
         let mut files: BTreeMap<PathBuf, String> =
             summary.hooks.iter().flat_map(|h| &h.files).map(|f| (f.clone(), file_digest(f))).collect();
-        for hook in config.hooks.all() {
-            for dir in hook_dirs(hook, workspace) {
+        for (_, hook) in config.host_programs() {
+            for dir in hook_dirs(&hook, workspace) {
                 pin_dir(&dir, &mut files);
             }
         }

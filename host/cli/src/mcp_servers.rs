@@ -1,0 +1,169 @@
+//! MCP servers as tool sources: each server of `[mcp_servers]` (or the workspace's trusted
+//! `.mcp.json`) is started (stdio) with rmcp's client, its `tools/list` read, and its tools
+//! handed to the runtime as `mcp__NAME__TOOL`, where every call goes through the same pipeline
+//! as a component's. A server that cannot be started or listed is reported, and the others
+//! still load; a server that dies later answers each call with an error result.
+//!
+//! Streamable HTTP servers (`url`) are not reached yet: each is reported as not loaded.
+
+use rmcp::model::{CallToolRequestParams, ContentBlock};
+use rmcp::service::{RoleClient, RunningService, ServiceExt as _};
+use rmcp::transport::TokioChildProcess;
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use toolhost::{RemoteBlock, RemoteOutput, RemoteServer, RemoteTool, Runtime};
+use toolhost_policy::{Config, McpServerConfig};
+
+/// How long a server may take to start and list its tools.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A connected server.
+struct Server {
+    name: String,
+    service: RunningService<RoleClient, ()>,
+}
+
+#[async_trait::async_trait]
+impl RemoteServer for Server {
+    async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String> {
+        let Value::Object(arguments) = input else { return Err("the input is not an object".to_string()) };
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let result = self
+            .service
+            .call_tool(params)
+            .await
+            .map_err(|e| format!("{e} (is MCP server {} still running?)", self.name))?;
+        let mut content: Vec<RemoteBlock> = result.content.iter().map(block).collect();
+        if content.is_empty()
+            && let Some(structured) = &result.structured_content
+        {
+            content.push(RemoteBlock::Text(structured.to_string()));
+        }
+        Ok(RemoteOutput::new(content, result.is_error == Some(true)))
+    }
+}
+
+/// One block of a server's answer for the model: text and images as they are, the rest as
+/// their JSON (what the model reads of them in Claude Code too).
+fn block(b: &ContentBlock) -> RemoteBlock {
+    use base64::Engine as _;
+    match b {
+        ContentBlock::Text(t) => RemoteBlock::Text(t.text.clone()),
+        ContentBlock::Image(i) => match base64::engine::general_purpose::STANDARD.decode(&i.data) {
+            Ok(data) => RemoteBlock::Image { media_type: i.mime_type.clone(), data },
+            Err(e) => RemoteBlock::Text(format!("(an image the server sent is not base64: {e})")),
+        },
+        other => RemoteBlock::Text(serde_json::to_string(other).unwrap_or_default()),
+    }
+}
+
+/// Start every server of the config and put its tools in the pool. Returns what failed, each
+/// already said on stderr.
+pub async fn connect_all(runtime: &Runtime, config: &Config, workspace: &Path) -> Vec<String> {
+    let mut errors = Vec::new();
+    for (name, server) in &config.mcp_servers {
+        let connected = tokio::time::timeout(CONNECT_TIMEOUT, connect(name, server, workspace)).await;
+        let (tools, server) = match connected {
+            Ok(Ok(done)) => done,
+            Ok(Err(why)) => {
+                errors.push(format!("MCP server {name}: {why}"));
+                continue;
+            }
+            Err(_) => {
+                errors.push(format!("MCP server {name}: did not start and list its tools within {CONNECT_TIMEOUT:?}"));
+                continue;
+            }
+        };
+        for e in runtime.set_remote_tools(name, tools, server) {
+            errors.push(toolhost::error_text(&e));
+        }
+    }
+    for e in &errors {
+        eprintln!("warning: {e}");
+    }
+    errors
+}
+
+async fn connect(
+    name: &str,
+    server: &McpServerConfig,
+    workspace: &Path,
+) -> Result<(Vec<RemoteTool>, Arc<Server>), String> {
+    let Some(command) = &server.command else {
+        return Err("streamable HTTP servers (`url`) are not supported yet; run it over stdio".to_string());
+    };
+    let mut cmd = tokio::process::Command::new(expand(command.get_ref())?);
+    for arg in &server.args {
+        cmd.arg(expand(arg)?);
+    }
+    for (key, value) in &server.env {
+        cmd.env(key, expand(value)?);
+    }
+    // As Claude Code starts it: in the project. The MCP server's own bearer token is not
+    // another server's business.
+    cmd.current_dir(workspace).env_remove(crate::commands::mcp::TOKEN_ENV);
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", server.command_line().unwrap_or_default()))?;
+    let service = ().serve(transport).await.map_err(|e| format!("the MCP handshake failed: {e}"))?;
+    let listed = service.list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
+    let tools = listed
+        .into_iter()
+        .map(|t| {
+            let read_only = t.annotations.as_ref().and_then(|a| a.read_only_hint).unwrap_or(false);
+            let description = t.description.as_deref().unwrap_or_default().to_string();
+            RemoteTool::new(t.name.to_string(), description, Value::Object((*t.input_schema).clone()), read_only)
+        })
+        .collect();
+    Ok((tools, Arc::new(Server { name: name.to_string(), service })))
+}
+
+/// `${VAR}` and `${VAR:-default}` from the environment, as Claude Code expands `.mcp.json`; an
+/// unset variable without a default is an error naming it.
+fn expand(text: &str) -> Result<String, String> {
+    expand_with(text, |var| std::env::var(var).ok())
+}
+
+fn expand_with(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let Some(end) = rest[start..].find('}') else {
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let inner = &rest[start + 2..start + end];
+        let (var, default) = match inner.split_once(":-") {
+            Some((v, d)) => (v, Some(d)),
+            None => (inner, None),
+        };
+        match (lookup(var), default) {
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(d)) => out.push_str(d),
+            (None, None) => return Err(format!("the variable {var} is not set (named as ${{{var}}})")),
+        }
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand_with;
+
+    #[test]
+    fn variables_expand_as_claude_code_expands_them() {
+        let env = |var: &str| (var == "SET").then(|| "v".to_string());
+        let expand = |text: &str| expand_with(text, env);
+        assert_eq!(expand("a${SET}b").unwrap(), "avb");
+        assert_eq!(expand("${UNSET:-d}").unwrap(), "d");
+        assert_eq!(expand("${SET:-d}").unwrap(), "v");
+        assert!(expand("${UNSET}").unwrap_err().contains("UNSET"));
+        assert_eq!(expand("plain ${").unwrap(), "plain ${");
+    }
+}

@@ -1,0 +1,201 @@
+//! Tools another program serves: an MCP server's tools join the pool as `mcp__SERVER__TOOL`
+//! (Claude Code's names) and go through every step a component's call does — the JSON Schema
+//! check, PreToolUse hooks, permission rules and modes, the call under the tool's time limit,
+//! the result's size limit, PostToolUse hooks, events and the audit log, one paired
+//! `tool_result`. Only the call itself is the server's: the embedder connects to the server
+//! and hands over a [`RemoteServer`].
+//!
+//! A server's tools are replaced whole ([`Runtime::set_remote_tools`]) whenever its list is
+//! read again, so a server that connects late or changes its list is picked up by the next
+//! turn. Such a tool has no sandbox of its own: what it may do is what its server may do,
+//! which is why it is asked in default mode unless a rule allows it (its grant is "outside the
+//! workspace").
+
+use crate::Origin;
+use crate::loading::loader::{Code, ToolInfo};
+use crate::registry::{GrantFrom, LoadedTool, Runtime};
+use crate::{Error, LoadError, ToolKind};
+use async_trait::async_trait;
+use serde_json::Value;
+use std::sync::Arc;
+use toolhost_policy::{EffectiveGrant, Grant};
+
+/// One tool of a server, as its `tools/list` describes it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RemoteTool {
+    /// The tool's name on the server.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its input JSON Schema.
+    pub input_schema: Value,
+    /// `readOnlyHint`: the tool changes nothing, so its calls may overlap.
+    pub read_only: bool,
+}
+
+impl RemoteTool {
+    /// A tool named `name` on its server.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value, read_only: bool) -> Self {
+        RemoteTool { name: name.into(), description: description.into(), input_schema, read_only }
+    }
+}
+
+/// What a server answered to a call.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RemoteOutput {
+    /// Text and images (images as raw bytes with their media type).
+    pub content: Vec<RemoteBlock>,
+    /// The server said the call failed (`isError`).
+    pub is_error: bool,
+}
+
+/// One block of a server's answer.
+#[derive(Debug, Clone)]
+pub enum RemoteBlock {
+    /// Text.
+    Text(String),
+    /// An image: its media type and bytes.
+    Image {
+        /// `image/png`, …
+        media_type: String,
+        /// The decoded bytes.
+        data: Vec<u8>,
+    },
+}
+
+impl RemoteOutput {
+    /// An answer of these blocks.
+    pub fn new(content: Vec<RemoteBlock>, is_error: bool) -> Self {
+        RemoteOutput { content, is_error }
+    }
+}
+
+/// A connected server that makes calls of its tools.
+#[async_trait]
+pub trait RemoteServer: Send + Sync {
+    /// Call `tool` (its name on the server) with `input`. An `Err` is a failure to reach the
+    /// server or to get an answer (the call's result says it, as a host error).
+    async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String>;
+}
+
+/// The name a server's tool has in the pool: `mcp__SERVER__TOOL`, with every character
+/// outside `[A-Za-z0-9_-]` replaced by `_` (as Claude Code names them).
+pub fn mcp_tool_name(server: &str, tool: &str) -> String {
+    let clean = |s: &str| {
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect::<String>()
+    };
+    format!("mcp__{}__{}", clean(server), clean(tool))
+}
+
+impl Runtime {
+    /// Replace the tools of MCP server `server` with `tools`, called through `backend`. A tool
+    /// whose schema does not compile, or whose name is taken by a component, is left out and
+    /// said in the returned errors; the others are in the pool from the next call on.
+    pub fn set_remote_tools(&self, server: &str, tools: Vec<RemoteTool>, backend: Arc<dyn RemoteServer>) -> Vec<Error> {
+        let mut errors = Vec::new();
+        let mut made = Vec::new();
+        for tool in tools {
+            let name = mcp_tool_name(server, &tool.name);
+            let refuse = |why: String| Error::Load {
+                origin: format!("MCP server {server}"),
+                cause: LoadError::embedder(format!("tool {}: {why}", tool.name)),
+            };
+            if self.tools.contains_key(&name) {
+                errors.push(refuse(format!("the name {name} is taken by a loaded component")));
+                continue;
+            }
+            let schema = match &tool.input_schema {
+                Value::Object(_) => tool.input_schema.clone(),
+                _ => serde_json::json!({"type": "object"}),
+            };
+            let validator = match jsonschema::validator_for(&schema) {
+                Ok(v) => v,
+                Err(e) => {
+                    errors.push(refuse(format!("its input schema does not compile: {e}")));
+                    continue;
+                }
+            };
+            let info = ToolInfo {
+                name: name.clone(),
+                description: tool.description.clone(),
+                input_schema: schema,
+                permission_subject: None,
+                read_only: tool.read_only,
+                capabilities: Vec::new(),
+                kind: ToolKind::Mcp { server: server.to_string(), tool: tool.name.clone() },
+            };
+            made.push(Arc::new(LoadedTool {
+                limits: self.config.limits_for(&name),
+                info,
+                origin: Origin::Mcp(server.to_string()),
+                sha256: String::new(),
+                size: 0,
+                grant: Grant::none(),
+                grant_from: GrantFrom::Nothing,
+                policy_file: None,
+                effective: EffectiveGrant::default(),
+                effective_read_only: EffectiveGrant::default(),
+                net_patterns: Arc::from(Vec::new()),
+                warnings: vec![format!("runs in MCP server {server}, outside the sandbox")],
+                // What the server does is out of toolhost's sight: never "inside the workspace".
+                grant_inside_workspace: false,
+                validator,
+                preopens: Arc::from(Vec::new()),
+                own_policy: None,
+                check_reads: false,
+                concurrency_safe: tool.read_only,
+                context_namespace: Arc::from(crate::turns::session::tool_namespace(&name)),
+                code: Arc::new(Code::none("an MCP server's tool")),
+                pure_pool: Default::default(),
+                remote: Some(backend.clone()),
+            }));
+        }
+        let mut remote = self.remote.write().unwrap_or_else(|e| e.into_inner());
+        remote.retain(|_, t| !matches!(&t.origin, Origin::Mcp(s) if s == server));
+        for tool in made {
+            remote.insert(tool.info.name.clone(), tool);
+        }
+        errors
+    }
+
+    /// Forget the tools of `server` (it went away): calls of them are unknown tools.
+    pub fn remove_remote_tools(&self, server: &str) {
+        self.remote
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, t| !matches!(&t.origin, Origin::Mcp(s) if s == server));
+    }
+
+    /// The MCP servers' tools now in the pool, by name.
+    pub fn remote_tools(&self) -> Vec<Arc<LoadedTool>> {
+        self.remote.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect()
+    }
+
+    /// Whether the pool has a tool of this name (a component's or an MCP server's).
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.lookup(name).is_some()
+    }
+
+    /// A tool of the pool by name: a component's, else an MCP server's.
+    pub(crate) fn lookup(&self, name: &str) -> Option<Arc<LoadedTool>> {
+        self.tools
+            .get(name)
+            .cloned()
+            .or_else(|| self.remote.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned())
+    }
+}
+
+/// A server's answer as the blocks a component would have returned.
+pub(crate) fn wit_blocks(output: RemoteOutput) -> Vec<crate::invoke::bindings::WitContentBlock> {
+    use crate::invoke::bindings::{WitContentBlock, WitImage};
+    output
+        .content
+        .into_iter()
+        .map(|b| match b {
+            RemoteBlock::Text(text) => WitContentBlock::Text(text),
+            RemoteBlock::Image { media_type, data } => WitContentBlock::Image(WitImage { media_type, data }),
+        })
+        .collect()
+}

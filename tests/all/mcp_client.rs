@@ -1,0 +1,187 @@
+//! MCP servers as tool sources: a server built with the official Python SDK
+//! (tests/mcp/tracker_server.py, `MCPServer` of mcp 2.x) over stdio, its tools in the pool as
+//! `mcp__tracker__TOOL`, called by `toolhost call` and by `toolhost agent` through every step
+//! of the pipeline: rules, the audit log, error results when the server fails or dies.
+
+use serde_json::{Value, json};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use toolhost_tests::cli::{self, assert_exit, ok, stderr, stdout};
+use toolhost_tests::model_server::{Answer, ModelServer};
+
+/// The Python interpreter with the `mcp` package, as the MCP server tests find it.
+fn python() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    match std::env::var_os("TOOLHOST_MCP_PYTHON") {
+        Some(p) => Some(PathBuf::from(p)),
+        None => {
+            let venv = root.join("target/mcp-venv/bin/python");
+            if venv.is_file() {
+                Some(venv)
+            } else {
+                toolhost_tests::skip("no Python MCP SDK (run .ci/run, or set TOOLHOST_MCP_PYTHON)");
+                None
+            }
+        }
+    }
+}
+
+fn server_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/tracker_server.py").canonicalize().unwrap()
+}
+
+/// A workspace whose config (toml) runs the tracker server over stdio, with a state directory
+/// of its own; the tracker's database lies outside the workspace.
+struct Fixture {
+    ws: tempfile::TempDir,
+    state: tempfile::TempDir,
+    db: PathBuf,
+}
+
+impl Fixture {
+    fn new(python: &Path, extra: &str) -> Fixture {
+        let ws = toolhost_tests::workspace();
+        let state = tempfile::tempdir().unwrap();
+        let db = state.path().join("db.txt");
+        let config = format!(
+            "{extra}\n[mcp_servers.tracker]\ncommand = {:?}\nargs = [{:?}]\nenv = {{ TRACKER_DB = {:?} }}\n",
+            python.display().to_string(),
+            server_script().display().to_string(),
+            db.display().to_string()
+        );
+        fs::write(ws.path().join("toolhost.toml"), config).unwrap();
+        Fixture { ws, state, db }
+    }
+
+    fn command(&self) -> Command {
+        let mut c = cli::command(self.ws.path());
+        c.env("TOOLHOST_STATE_DIR", self.state.path()).stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().unwrap()
+    }
+}
+
+#[test]
+fn a_servers_tools_are_called_through_the_whole_pipeline() {
+    let Some(python) = python() else { return };
+    let fx =
+        Fixture::new(&python, "[permissions]\nallow = [\"mcp__tracker__search\"]\ndeny = [\"mcp__tracker__boom\"]\n");
+    // Listed, with where they come from.
+    let v: Value = serde_json::from_str(&ok(&fx.run(&["list", "--json"]))).unwrap();
+    let names: Vec<&str> = v["mcp_tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["mcp__tracker__boom", "mcp__tracker__create", "mcp__tracker__die", "mcp__tracker__search"]);
+    let search = v["mcp_tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__tracker__search").unwrap();
+    assert_eq!(search["read_only"], true, "readOnlyHint");
+    assert_eq!(search["input_schema"]["required"], json!(["query"]));
+
+    // Allowed by a rule: the server answers.
+    let o = fx.run(&["call", "mcp__tracker__search", r#"{"query":"login"}"#]);
+    assert_eq!(ok(&o), "login fails on Safari\nlogin page slow\n");
+    // The schema the server gave is checked before the server sees anything.
+    let o = fx.run(&["call", "mcp__tracker__search", r#"{"q":"x"}"#]);
+    assert_exit(&o, 1);
+    assert!(stdout(&o).contains("\"query\" is a required property"), "{}", stdout(&o));
+    // No rule: asked, and with no one to ask, refused in Claude Code's words; nothing written.
+    let o = fx.run(&["call", "mcp__tracker__create", r#"{"title":"t"}"#]);
+    assert_exit(&o, 1);
+    assert!(
+        stdout(&o)
+            .starts_with("Claude requested permissions to use mcp__tracker__create, but you haven't granted it yet."),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!fx.db.exists());
+    let o = fx.run(&["--allow", "mcp__tracker", "call", "mcp__tracker__create", r#"{"title":"t"}"#]);
+    assert_eq!(ok(&o), "issue #4 filed: t\n");
+    assert_eq!(fs::read_to_string(&fx.db).unwrap(), "t\n");
+    // A deny rule beats the server-wide allow.
+    let o = fx.run(&["--allow", "mcp__tracker", "call", "mcp__tracker__boom", "{}"]);
+    assert!(stdout(&o).contains("by the rule mcp__tracker__boom"), "{}", stdout(&o));
+}
+
+#[test]
+fn an_agent_uses_the_servers_tools_under_the_rules_and_the_audit_log_has_every_call() {
+    let Some(python) = python() else { return };
+    let fx = Fixture::new(
+        &python,
+        "[permissions]\nallow = [\"mcp__tracker\"]\ndeny = [\"mcp__tracker__create\"]\n\n[audit]\nfile = \"audit.jsonl\"\n",
+    );
+    let server = ModelServer::start(vec![
+        Answer::new("tool_use")
+            .tool("s1", "mcp__tracker__search", json!({"query": "crash"}))
+            .tool("c1", "mcp__tracker__create", json!({"title": "x"}))
+            .tool("b1", "mcp__tracker__boom", json!({}))
+            .anthropic(),
+        Answer::new("tool_use").tool("d1", "mcp__tracker__die", json!({})).anthropic(),
+        Answer::new("tool_use").tool("s2", "mcp__tracker__search", json!({"query": "x"})).anthropic(),
+        Answer::text_only("done").anthropic(),
+    ]);
+    let o = fx
+        .command()
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "triage"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    assert_eq!(stdout(&o), "done\n", "{}", stderr(&o));
+    let bodies = server.bodies();
+    let offered: Vec<&str> =
+        bodies[0]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(offered.contains(&"mcp__tracker__search"), "{offered:?}");
+    assert!(!offered.contains(&"mcp__tracker__create"), "denied as a whole, not offered: {offered:?}");
+    let results = |i: usize| bodies[i]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    let first = results(1);
+    assert_eq!(first[0]["content"][0]["text"], "crash when saving");
+    assert_eq!(first[1]["is_error"], true, "create is denied: {first}");
+    assert_eq!(first[2]["is_error"], true, "the server's own failure: {first}");
+    // The server died: its calls get error results, and the run still finishes.
+    let after = results(3);
+    assert_eq!(after[0]["is_error"], true, "{after}");
+    assert!(after[0]["content"].to_string().contains("MCP server tracker"), "{after}");
+    assert!(!fx.db.exists(), "the denied create never reached the server");
+
+    let log: Vec<Value> = fs::read_to_string(fx.ws.path().join("audit.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let call = |id: &str| log.iter().find(|e| e["kind"] == "call" && e["id"] == id).cloned().unwrap();
+    assert_eq!(call("s1")["outcome"], "success");
+    assert_eq!(call("s1")["tool"], "mcp__tracker__search");
+    // Not offered, and refused by its rule when called anyway: in the log as a decision.
+    assert_eq!(call("c1")["outcome"], "permission_denied", "{:?}", call("c1"));
+    let decision = log.iter().find(|e| e["kind"] == "decision" && e["id"] == "c1").unwrap();
+    assert_eq!(decision["decision"], "deny");
+    assert_ne!(call("s2")["outcome"], "success");
+}
+
+#[test]
+fn a_projects_mcp_json_server_waits_for_trust_and_one_that_fails_is_reported() {
+    let Some(python) = python() else { return };
+    let ws = toolhost_tests::workspace();
+    let state = tempfile::tempdir().unwrap();
+    let mcp = json!({"mcpServers": {
+        "tracker": {"command": python, "args": [server_script()], "env": {"TRACKER_DB": "${TOOLHOST_TEST_DB:-/dev/null}"}},
+        "broken": {"command": "/nonexistent/mcp-server"},
+    }});
+    fs::write(ws.path().join(".mcp.json"), mcp.to_string()).unwrap();
+    let run = |args: &[&str]| {
+        let mut c = cli::command(ws.path());
+        c.env("TOOLHOST_STATE_DIR", state.path()).args(args).output().unwrap()
+    };
+    let o = run(&["list", "--json"]);
+    let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(v["mcp_tools"], json!([]), "nothing starts before trust");
+    assert!(stderr(&o).contains("the MCP server tracker starts only once this workspace is trusted"), "{}", stderr(&o));
+    ok(&run(&["trust"]));
+    let o = run(&["list", "--json"]);
+    let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(v["mcp_tools"].as_array().unwrap().len(), 4, "{v}");
+    let errors = v["load_errors"].to_string();
+    assert!(errors.contains("MCP server broken: cannot start"), "{errors}");
+}

@@ -1,0 +1,48 @@
+"""An MCP server built with the official Python SDK (`MCPServer`, mcp 2.x): the server side
+of toolhost's MCP client tests. Over stdio by default; `--http PORT` serves streamable HTTP.
+
+Tools:
+- `search` (read-only): the issues whose title contains `query`, one per line;
+- `create` (writes): appends an issue to the file named by TRACKER_DB, answers its number;
+- `boom`: fails (isError), for error results;
+- `die`: the server exits at once, for a server that dies mid-run.
+"""
+
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+ISSUES = ["login fails on Safari", "crash when saving", "login page slow"]
+
+server = MCPServer("tracker")
+
+
+@server.tool(description="Find issues whose title contains the query.", annotations=ToolAnnotations(readOnlyHint=True))
+def search(query: str) -> str:
+    return "\n".join(i for i in ISSUES if query.lower() in i.lower()) or "no issue matches"
+
+
+@server.tool(description="File a new issue.")
+def create(title: str) -> str:
+    with open(os.environ["TRACKER_DB"], "a", encoding="utf-8") as db:
+        db.write(title + "\n")
+    return f"issue #{len(ISSUES) + 1} filed: {title}"
+
+
+@server.tool(description="Always fails.")
+def boom() -> str:
+    raise ValueError("the tracker is down")
+
+
+@server.tool(description="Ends the server.")
+def die() -> str:
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
