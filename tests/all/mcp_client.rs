@@ -185,3 +185,69 @@ fn a_projects_mcp_json_server_waits_for_trust_and_one_that_fails_is_reported() {
     let errors = v["load_errors"].to_string();
     assert!(errors.contains("MCP server broken: cannot start"), "{errors}");
 }
+
+/// The tracker served over streamable HTTP on a free loopback port, killed on drop.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(python: &Path, db: &Path) -> HttpServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(python)
+            .arg(server_script())
+            .args(["--http", &port.to_string()])
+            .env("TRACKER_DB", db)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Ready when it accepts connections (the SDK's start takes a second or two).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "the HTTP MCP server did not start");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        HttpServer { child, url: format!("http://127.0.0.1:{port}/mcp") }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn an_agent_uses_one_server_over_stdio_and_another_over_http() {
+    let Some(python) = python() else { return };
+    let remote_db = tempfile::tempdir().unwrap();
+    let http = HttpServer::start(&python, &remote_db.path().join("db.txt"));
+    let extra = format!(
+        "[permissions]\nallow = [\"mcp__tracker__search\", \"mcp__web\"]\n\n[mcp_servers.web]\nurl = \"{}\"\nheaders = {{ X-Team = \"${{TEAM:-core}}\" }}\n",
+        http.url
+    );
+    let fx = Fixture::new(&python, &extra);
+    let server = ModelServer::start(vec![
+        Answer::new("tool_use")
+            .tool("s1", "mcp__tracker__search", json!({"query": "slow"}))
+            .tool("w1", "mcp__web__create", json!({"title": "from the agent"}))
+            .anthropic(),
+        Answer::text_only("done").anthropic(),
+    ]);
+    let o = fx
+        .command()
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "triage"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let bodies = server.bodies();
+    let results = bodies[1]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(results[0]["content"][0]["text"], "login page slow", "{results}");
+    assert_eq!(results[1]["content"][0]["text"], "issue #4 filed: from the agent", "{results}");
+    assert_eq!(fs::read_to_string(remote_db.path().join("db.txt")).unwrap(), "from the agent\n");
+}

@@ -70,6 +70,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     setup::init_tracing(cli.global.verbose);
+    // TLS by rustls with ring for every client in this process that does not bring its own
+    // settings (an HTTP MCP server's): no C build system, and the same provider as the tools'.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -4,7 +4,8 @@
 //! as a component's. A server that cannot be started or listed is reported, and the others
 //! still load; a server that dies later answers each call with an error result.
 //!
-//! Streamable HTTP servers (`url`) are not reached yet: each is reported as not loaded.
+//! A `url` server is reached over streamable HTTP (rmcp's reqwest client, TLS by rustls with
+//! the ring provider and the system's roots).
 
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::service::{RoleClient, RunningService, ServiceExt as _};
@@ -91,24 +92,11 @@ async fn connect(
     server: &McpServerConfig,
     workspace: &Path,
 ) -> Result<(Vec<RemoteTool>, Arc<Server>), String> {
-    let Some(command) = &server.command else {
-        return Err("streamable HTTP servers (`url`) are not supported yet; run it over stdio".to_string());
+    let service = match (&server.command, &server.url) {
+        (Some(command), _) => start(command.get_ref(), server, workspace).await?,
+        (None, Some(url)) => reach(url.get_ref(), server).await?,
+        (None, None) => return Err("it has neither `command` (stdio) nor `url` (streamable HTTP)".to_string()),
     };
-    let mut cmd = tokio::process::Command::new(expand(command.get_ref())?);
-    for arg in &server.args {
-        cmd.arg(expand(arg)?);
-    }
-    for (key, value) in &server.env {
-        cmd.env(key, expand(value)?);
-    }
-    // As Claude Code starts it: in the project. The MCP server's own bearer token is not
-    // another server's business.
-    cmd.current_dir(workspace).env_remove(crate::commands::mcp::TOKEN_ENV);
-    let (transport, _stderr) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", server.command_line().unwrap_or_default()))?;
-    let service = ().serve(transport).await.map_err(|e| format!("the MCP handshake failed: {e}"))?;
     let listed = service.list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
     let tools = listed
         .into_iter()
@@ -119,6 +107,49 @@ async fn connect(
         })
         .collect();
     Ok((tools, Arc::new(Server { name: name.to_string(), service })))
+}
+
+/// A stdio server: its process, in the workspace, as Claude Code starts it.
+async fn start(
+    command: &str,
+    server: &McpServerConfig,
+    workspace: &Path,
+) -> Result<RunningService<RoleClient, ()>, String> {
+    let mut cmd = tokio::process::Command::new(expand(command)?);
+    for arg in &server.args {
+        cmd.arg(expand(arg)?);
+    }
+    for (key, value) in &server.env {
+        cmd.env(key, expand(value)?);
+    }
+    // The MCP server's own bearer token is not another server's business.
+    cmd.current_dir(workspace).env_remove(crate::commands::mcp::TOKEN_ENV);
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", server.command_line().unwrap_or_default()))?;
+    ().serve(transport).await.map_err(|e| format!("the MCP handshake failed: {e}"))
+}
+
+/// A streamable HTTP server: `headers` (expanded) on every request, and `Authorization:
+/// Bearer …` from `bearer_token_env`.
+async fn reach(url: &str, server: &McpServerConfig) -> Result<RunningService<RoleClient, ()>, String> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let url = expand(url)?;
+    let mut headers = std::collections::HashMap::new();
+    for (key, value) in &server.headers {
+        let name = http::HeaderName::from_bytes(key.as_bytes()).map_err(|e| format!("header {key:?}: {e}"))?;
+        let value = http::HeaderValue::from_str(&expand(value)?).map_err(|e| format!("header {key}: {e}"))?;
+        headers.insert(name, value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
+    if let Some(var) = &server.bearer_token_env {
+        let token = std::env::var(var).map_err(|_| format!("bearer_token_env names {var}, which is not set"))?;
+        config = config.auth_header(token);
+    }
+    let transport = StreamableHttpClientTransport::from_config(config);
+    ().serve(transport).await.map_err(|e| format!("the MCP handshake with {url} failed: {e}"))
 }
 
 /// `${VAR}` and `${VAR:-default}` from the environment, as Claude Code expands `.mcp.json`; an
