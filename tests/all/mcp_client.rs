@@ -73,7 +73,16 @@ fn a_servers_tools_are_called_through_the_whole_pipeline() {
     // Listed, with where they come from.
     let v: Value = serde_json::from_str(&ok(&fx.run(&["list", "--json"]))).unwrap();
     let names: Vec<&str> = v["mcp_tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["mcp__tracker__boom", "mcp__tracker__create", "mcp__tracker__die", "mcp__tracker__search"]);
+    assert_eq!(
+        names,
+        [
+            "mcp__tracker__boom",
+            "mcp__tracker__create",
+            "mcp__tracker__die",
+            "mcp__tracker__grow",
+            "mcp__tracker__search"
+        ]
+    );
     let search = v["mcp_tools"].as_array().unwrap().iter().find(|t| t["name"] == "mcp__tracker__search").unwrap();
     assert_eq!(search["read_only"], true, "readOnlyHint");
     assert_eq!(search["input_schema"]["required"], json!(["query"]));
@@ -181,7 +190,7 @@ fn a_projects_mcp_json_server_waits_for_trust_and_one_that_fails_is_reported() {
     ok(&run(&["trust"]));
     let o = run(&["list", "--json"]);
     let v: Value = serde_json::from_str(&ok(&o)).unwrap();
-    assert_eq!(v["mcp_tools"].as_array().unwrap().len(), 4, "{v}");
+    assert_eq!(v["mcp_tools"].as_array().unwrap().len(), 5, "{v}");
     let errors = v["load_errors"].to_string();
     assert!(errors.contains("MCP server broken: cannot start"), "{errors}");
 }
@@ -250,4 +259,58 @@ fn an_agent_uses_one_server_over_stdio_and_another_over_http() {
     assert_eq!(results[0]["content"][0]["text"], "login page slow", "{results}");
     assert_eq!(results[1]["content"][0]["text"], "issue #4 filed: from the agent", "{results}");
     assert_eq!(fs::read_to_string(remote_db.path().join("db.txt")).unwrap(), "from the agent\n");
+}
+
+#[tokio::test]
+async fn toolhost_mcp_serves_a_servers_tools_beside_its_own() {
+    use rmcp::ServiceExt as _;
+    let Some(python) = python() else { return };
+    let fx = Fixture::new(&python, "[permissions]\nallow = [\"mcp__tracker__search\"]\n");
+    let mut command = fx.command();
+    command.arg("mcp");
+    let transport = rmcp::transport::TokioChildProcess::builder(tokio::process::Command::from(command))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+        .0;
+    let client = ().serve(transport).await.expect("initialize");
+    let tools = client.list_all_tools().await.unwrap();
+    let search = tools.iter().find(|t| t.name == "mcp__tracker__search").expect("listed");
+    assert_eq!(search.annotations.as_ref().and_then(|a| a.read_only_hint), Some(true));
+    assert!(tools.iter().any(|t| t.name == "Read"), "beside the embedded tools");
+    let Value::Object(args) = json!({"query": "safari"}) else { unreachable!() };
+    let r = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("mcp__tracker__search").with_arguments(args))
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true));
+    assert_eq!(r.content[0].as_text().unwrap().text, "login fails on Safari");
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn an_agent_reads_the_servers_list_fresh_each_turn() {
+    let Some(python) = python() else { return };
+    let fx = Fixture::new(&python, "[permissions]\nallow = [\"mcp__tracker\"]\n");
+    let server = ModelServer::start(vec![
+        Answer::new("tool_use").tool("g1", "mcp__tracker__grow", json!({})).anthropic(),
+        Answer::new("tool_use").tool("c1", "mcp__tracker__close", json!({"number": 2})).anthropic(),
+        Answer::text_only("done").anthropic(),
+    ]);
+    let o = fx
+        .command()
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "triage"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let bodies = server.bodies();
+    let names = |i: usize| -> Vec<String> {
+        bodies[i]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert!(!names(0).contains(&"mcp__tracker__close".to_string()));
+    assert!(names(1).contains(&"mcp__tracker__close".to_string()), "picked up in the next turn: {:?}", names(1));
+    let results = bodies[2]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(results[0]["content"][0]["text"], "issue #2 closed", "{results}");
 }

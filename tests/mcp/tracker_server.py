@@ -5,6 +5,7 @@ Tools:
 - `search` (read-only): the issues whose title contains `query`, one per line;
 - `create` (writes): appends an issue to the file named by TRACKER_DB, answers its number;
 - `boom`: fails (isError), for error results;
+- `grow`: adds the tool `close` to the list, for a list that changes mid-run;
 - `die`: the server exits at once, for a server that dies mid-run.
 """
 
@@ -34,6 +35,15 @@ def create(title: str) -> str:
 @server.tool(description="Always fails.")
 def boom() -> str:
     raise ValueError("the tracker is down")
+
+
+@server.tool(description="Adds the tool `close` to the server's list.")
+def grow() -> str:
+    def close(number: int) -> str:
+        return f"issue #{number} closed"
+
+    server.add_tool(close, description="Close an issue.")
+    return "the list has grown"
 
 
 @server.tool(description="Ends the server.")

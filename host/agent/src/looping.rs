@@ -348,8 +348,8 @@ impl Agent {
     /// [`Outcome::stop`].
     pub async fn run(&self, session: &Session, prompt: &str, cancel: &CancellationToken) -> Result<Outcome> {
         let started = Instant::now();
-        let tools = self.tool_defs();
-        let offered: HashSet<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let mut tools = self.tool_defs();
+        let mut offered: HashSet<String> = tools.iter().map(|t| t.name.clone()).collect();
         let mut deferral = Deferral::plan(&tools, self.options.defer_threshold_tokens);
         let mut system: Vec<String> = self.options.system.iter().cloned().collect();
         if let Some(d) = &deferral {
@@ -396,6 +396,22 @@ impl Agent {
             if cancel.is_cancelled() {
                 outcome.stop = Stop::Interrupted;
                 break;
+            }
+            // MCP servers' tools are read fresh each turn: one added, changed or gone is so in
+            // this request.
+            if turn > 1 && self.runtime.has_remote_servers() {
+                for e in self.runtime.refresh_remote_tools().await {
+                    tracing::warn!("{}", toolhost::error_text(&e));
+                }
+                let now = self.tool_defs();
+                if now != tools {
+                    offered = now.iter().map(|t| t.name.clone()).collect();
+                    if deferral.is_some() {
+                        deferral = Deferral::plan(&now, self.options.defer_threshold_tokens);
+                    }
+                    self.log(json!({"type": "tools_changed", "turn": turn, "tools": now.iter().map(|t| &t.name).collect::<Vec<_>>()}))?;
+                    tools = now;
+                }
             }
             request.tools = match &mut deferral {
                 Some(d) => d.tools_for_request(),

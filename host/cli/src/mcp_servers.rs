@@ -44,6 +44,23 @@ impl RemoteServer for Server {
         }
         Ok(RemoteOutput::new(content, result.is_error == Some(true)))
     }
+
+    async fn list(&self) -> Result<Vec<RemoteTool>, String> {
+        listed(&self.service).await
+    }
+}
+
+/// The server's tools, as the pool takes them.
+async fn listed(service: &RunningService<RoleClient, ()>) -> Result<Vec<RemoteTool>, String> {
+    let listed = service.list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
+    Ok(listed
+        .into_iter()
+        .map(|t| {
+            let read_only = t.annotations.as_ref().and_then(|a| a.read_only_hint).unwrap_or(false);
+            let description = t.description.as_deref().unwrap_or_default().to_string();
+            RemoteTool::new(t.name.to_string(), description, Value::Object((*t.input_schema).clone()), read_only)
+        })
+        .collect())
 }
 
 /// One block of a server's answer for the model: text and images as they are, the rest as
@@ -97,15 +114,7 @@ async fn connect(
         (None, Some(url)) => reach(url.get_ref(), server).await?,
         (None, None) => return Err("it has neither `command` (stdio) nor `url` (streamable HTTP)".to_string()),
     };
-    let listed = service.list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
-    let tools = listed
-        .into_iter()
-        .map(|t| {
-            let read_only = t.annotations.as_ref().and_then(|a| a.read_only_hint).unwrap_or(false);
-            let description = t.description.as_deref().unwrap_or_default().to_string();
-            RemoteTool::new(t.name.to_string(), description, Value::Object((*t.input_schema).clone()), read_only)
-        })
-        .collect();
+    let tools = listed(&service).await?;
     Ok((tools, Arc::new(Server { name: name.to_string(), service })))
 }
 

@@ -78,6 +78,12 @@ pub trait RemoteServer: Send + Sync {
     /// Call `tool` (its name on the server) with `input`. An `Err` is a failure to reach the
     /// server or to get an answer (the call's result says it, as a host error).
     async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String>;
+
+    /// Read the server's tool list again (`tools/list`), for [`Runtime::refresh_remote_tools`].
+    /// The default says it cannot.
+    async fn list(&self) -> Result<Vec<RemoteTool>, String> {
+        Err("this server's list cannot be read again".to_string())
+    }
 }
 
 /// The name a server's tool has in the pool: `mcp__SERVER__TOOL`, with every character
@@ -157,15 +163,47 @@ impl Runtime {
         for tool in made {
             remote.insert(tool.info.name.clone(), tool);
         }
+        self.servers.write().unwrap_or_else(|e| e.into_inner()).insert(server.to_string(), backend);
+        errors
+    }
+
+    /// Read every server's list again and replace its tools (a tool added, changed or gone is
+    /// so from the next call on). A server that does not answer keeps the tools it had (their
+    /// calls then say it is gone); its failure is returned. `toolhost agent` does this before
+    /// every turn, as Claude Code reads its MCP tools fresh each turn.
+    pub async fn refresh_remote_tools(&self) -> Vec<Error> {
+        let servers: Vec<(String, Arc<dyn RemoteServer>)> = self
+            .servers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(name, server)| (name.clone(), server.clone()))
+            .collect();
+        let mut errors = Vec::new();
+        for (name, server) in servers {
+            match server.list().await {
+                Ok(tools) => errors.extend(self.set_remote_tools(&name, tools, server)),
+                Err(why) => errors.push(Error::Load {
+                    origin: format!("MCP server {name}"),
+                    cause: LoadError::embedder(format!("cannot read its tools again: {why}")),
+                }),
+            }
+        }
         errors
     }
 
     /// Forget the tools of `server` (it went away): calls of them are unknown tools.
     pub fn remove_remote_tools(&self, server: &str) {
+        self.servers.write().unwrap_or_else(|e| e.into_inner()).remove(server);
         self.remote
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|_, t| !matches!(&t.origin, Origin::Mcp(s) if s == server));
+    }
+
+    /// Whether any MCP server's tools are in the pool.
+    pub fn has_remote_servers(&self) -> bool {
+        !self.servers.read().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
     /// The MCP servers' tools now in the pool, by name.

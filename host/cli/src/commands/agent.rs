@@ -122,7 +122,7 @@ impl AgentCommand {
         let loaded = setup::load_with_events(&global, global.verbose > 0, None).await?;
         let runtime = Arc::new(loaded.runtime);
         for name in self.only_tools.iter().flatten() {
-            if runtime.tool(name).is_none() {
+            if !runtime.has_tool(name) {
                 bail!("--only-tools: no tool named {name:?} is loaded");
             }
         }

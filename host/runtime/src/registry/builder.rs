@@ -270,6 +270,7 @@ impl RuntimeBuilder {
             max_context_bytes,
             tools: BTreeMap::new(),
             remote: Default::default(),
+            servers: Default::default(),
         })
     }
 }

@@ -159,6 +159,8 @@ pub struct Runtime {
     /// The tools of MCP servers, replaced server by server as their lists change
     /// ([`Runtime::set_remote_tools`]).
     pub(crate) remote: std::sync::RwLock<BTreeMap<String, Arc<LoadedTool>>>,
+    /// The MCP servers whose tools are in `remote`, by name.
+    pub(crate) servers: std::sync::RwLock<BTreeMap<String, Arc<dyn crate::remote::RemoteServer>>>,
     pub(crate) permissions: Permissions,
     pub(crate) command_hooks: CommandHooks,
     pub(crate) hooks: Vec<Arc<dyn Hooks>>,

@@ -127,7 +127,7 @@ impl Shared {
         let runtime = self.runtime();
         // The spec's answer to an unknown tool: a protocol error (clients only call listed
         // tools, so this is a stale list or a client bug, not something a model did).
-        if runtime.tool(&name).is_none() {
+        if !runtime.has_tool(&name) {
             return Err(ErrorData::invalid_params(format!("Unknown tool: {name}"), None));
         }
         let ticket = ticket.unwrap_or_else(|| self.scheduler.ticket());
