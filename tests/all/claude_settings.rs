@@ -461,3 +461,30 @@ fn a_prompt_hook_can_block_and_continue_false_ends_the_run_after_the_batch() {
     assert_eq!(server.bodies().len(), 1, "no request after the stop");
     assert!(stderr(&o).contains("stopped by a hook: budget review"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_hooks_if_limits_it_to_the_calls_its_rule_covers() {
+    let p = hooked(
+        json!({"PreToolUse": [{"matcher": "Write", "hooks": [{
+            "type": "command",
+            "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/gen.sh",
+            "if": "Write(generated/**)"
+        }]}]}),
+        &[("gen.sh", "echo 'generated files are made by the build' >&2; exit 2")],
+    );
+    let write = |path: &str| {
+        p.run(&[
+            "--permission-mode",
+            "acceptEdits",
+            "call",
+            "Write",
+            &json!({"file_path": path, "content": "x"}).to_string(),
+        ])
+    };
+    let o = write("generated/a.rs");
+    assert_exit(&o, 1);
+    assert!(stdout(&o).contains("generated files are made by the build"), "{}", stdout(&o));
+    let o = write("src/a.rs");
+    assert_exit(&o, 0);
+    assert!(p.path("src/a.rs").exists());
+}

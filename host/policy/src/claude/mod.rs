@@ -846,6 +846,7 @@ impl Reader<'_, '_> {
         let mut command = None;
         let mut timeout_ms = None;
         let mut files = None;
+        let mut condition = None;
         let mut ok = true;
         for prop in &hook.properties {
             let key = json::name(&prop.name);
@@ -873,11 +874,17 @@ impl Reader<'_, '_> {
                             .collect(),
                     );
                 }
+                // Claude Code's per-hook condition, in permission-rule syntax: the hook runs only
+                // for calls the rule covers.
                 ("if", Value::StringLit(s)) => {
-                    self.warn(
-                        s.range.start,
-                        format!("{path}.if: not applied by toolhost: the hook runs for every tool its matcher names"),
-                    );
+                    let root = self.root();
+                    match rules::translate(&s.value, self.source, &root, self.opts.workspace, self.opts.home) {
+                        Ok(t) => condition = Some(t.rule),
+                        Err(e) => {
+                            ok = false;
+                            self.error(s.range.start, format!("{path}.if: {e}"));
+                        }
+                    }
                 }
                 ("async", Value::BooleanLit(b)) if b.value => {
                     self.warn(b.range.start, format!("{path}.async: toolhost waits for the hook, as for any other"));
@@ -921,7 +928,7 @@ impl Reader<'_, '_> {
         }
         let origin = self.at(command.span().start);
         let timeout_ms = timeout_ms.or(Some(Spanned::new(0..0, DEFAULT_HOOK_TIMEOUT_MS as i64)));
-        Some(HookConfig { matcher, command, files, timeout_ms, origin: Some(origin) })
+        Some(HookConfig { matcher, command, files, timeout_ms, origin: Some(origin), condition })
     }
 }
 

@@ -288,3 +288,20 @@ fn a_settings_file_that_is_not_a_regular_file_or_too_large_is_an_error_not_a_han
     let errors = ClaudeSettings::load(&SettingsPaths::new(ws, None, None, None), &opts).unwrap_err();
     assert!(errors[0].message.contains("larger than"), "{errors:?}");
 }
+
+#[test]
+fn a_hooks_if_is_a_rule_read_as_the_files_rules_are() {
+    let text = r#"{"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [
+        {"type": "command", "command": "/opt/h/gen.sh", "if": "Write(/generated/**)"},
+        {"type": "command", "command": "/opt/h/any.sh"}
+    ]}]}}"#;
+    let s = read(&[(SettingsSource::Project, text)], false).unwrap();
+    let rule = s.hooks[0].1.condition.as_ref().unwrap();
+    assert!(rule.matches("Write", Some(("/w/generated/a.rs", SubjectKind::Path)), Path::new(WS)));
+    assert!(!rule.matches("Write", Some(("/w/src/a.rs", SubjectKind::Path)), Path::new(WS)));
+    assert!(s.hooks[1].1.condition.is_none());
+    let bad = r#"{"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "x", "if": "Write(("}]}]}}"#;
+    assert!(
+        read(&[(SettingsSource::Project, bad)], false).unwrap_err()[0].message.contains(".if: invalid permission rule")
+    );
+}

@@ -313,6 +313,7 @@ impl McpServerConfig {
             files: self.files.clone(),
             timeout_ms: None,
             origin: self.origin.clone(),
+            condition: None,
         })
     }
 }
@@ -337,6 +338,10 @@ pub struct HookConfig {
     /// its spans).
     #[serde(skip)]
     pub origin: Option<crate::claude::Origin>,
+    /// Claude Code's `if`: the hook runs only for calls this rule covers (its tool, and its
+    /// pattern matched against the call's permission subject).
+    #[serde(skip)]
+    pub condition: Option<crate::Rule>,
 }
 
 impl HookConfig {

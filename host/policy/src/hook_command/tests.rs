@@ -179,6 +179,7 @@ fn hook(command: &str, files: Option<&[&str]>) -> HookConfig {
         files: files.map(|f| f.iter().map(|p| Spanned::new(0..0, PathBuf::from(p))).collect()),
         timeout_ms: None,
         origin: None,
+        condition: None,
     }
 }
 

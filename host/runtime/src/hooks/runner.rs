@@ -24,6 +24,8 @@ pub(crate) struct CommandHook {
     pub timeout: Duration,
     /// Variables set for it on top of this process's environment (Claude Code's `env`).
     pub env: Arc<[(String, String)]>,
+    /// Claude Code's `if`: it runs only for calls this rule covers.
+    pub condition: Option<toolhost_policy::Rule>,
 }
 
 /// The command hooks of a config, by event.
@@ -51,6 +53,7 @@ impl CommandHooks {
                     command: h.command.get_ref().clone(),
                     timeout: Duration::from_millis(h.timeout_ms()),
                     env: env.clone(),
+                    condition: h.condition.clone(),
                 })
                 .collect()
         };
@@ -94,8 +97,22 @@ impl CommandHooks {
     /// does not fit the protocol.
     ///
     /// Dropping the returned future kills every hook still running.
+    #[cfg(test)]
     pub async fn run(&self, input: &HookInput) -> Vec<Result<HookResponse, HookFailure>> {
-        self.run_event(input.hook_event_name, Some(&input.tool_name), input).await
+        self.run_event(input.hook_event_name, Some(&input.tool_name), input, &|_| true).await
+    }
+
+    /// [`CommandHooks::run`] for a call whose permission subject is `subject`: a hook with an
+    /// `if` runs only when its rule covers the call (`workspace` resolves relative paths).
+    pub async fn run_for_call(
+        &self,
+        input: &HookInput,
+        subject: Option<(&str, toolhost_policy::SubjectKind)>,
+    ) -> Vec<Result<HookResponse, HookFailure>> {
+        let covered = |hook: &CommandHook| {
+            hook.condition.as_ref().is_none_or(|rule| rule.matches(&input.tool_name, subject, &self.workspace))
+        };
+        self.run_event(input.hook_event_name, Some(&input.tool_name), input, &covered).await
     }
 
     /// Run every hook of `event` whose matcher matches `query` (every hook of the event when
@@ -106,9 +123,14 @@ impl CommandHooks {
         event: HookEvent,
         query: Option<&str>,
         input: &impl serde::Serialize,
+        covered: &(dyn Fn(&CommandHook) -> bool + Sync),
     ) -> Vec<Result<HookResponse, HookFailure>> {
-        let hooks: Vec<CommandHook> =
-            self.hooks_for(event).iter().filter(|h| query.is_none_or(|q| h.matcher.matches(q))).cloned().collect();
+        let hooks: Vec<CommandHook> = self
+            .hooks_for(event)
+            .iter()
+            .filter(|h| query.is_none_or(|q| h.matcher.matches(q)) && covered(h))
+            .cloned()
+            .collect();
         if hooks.is_empty() {
             return Vec::new();
         }

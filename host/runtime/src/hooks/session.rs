@@ -125,7 +125,7 @@ impl Runtime {
             }
         };
         let mut responses: Vec<HookResponse> = Vec::new();
-        for answer in self.command_hooks.run_event(hook_event, query, &input).await {
+        for answer in self.command_hooks.run_event(hook_event, query, &input, &|_| true).await {
             match answer {
                 Ok(r) => responses.push(r),
                 Err(f) => {

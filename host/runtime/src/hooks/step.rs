@@ -48,7 +48,9 @@ impl Runtime {
                 }
             }
         }));
-        let (commands, rust) = tokio::join!(self.command_hooks.run(&hook_input), rust);
+        let subject = crate::call::permission::subject_value(input, cx.tool.info.permission_subject.as_deref());
+        let subject = subject.as_ref().map(|(v, k)| (v.as_str(), *k));
+        let (commands, rust) = tokio::join!(self.command_hooks.run_for_call(&hook_input, subject), rust);
         let mut responses: Vec<HookResponse> = Vec::with_capacity(commands.len() + rust.len());
         for answer in commands {
             match answer {

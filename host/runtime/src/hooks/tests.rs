@@ -22,6 +22,7 @@ fn setup(scripts: &[(&str, &str)], event: HookEvent, hooks: &[(&str, &str)]) -> 
             command: command.to_string(),
             timeout: TIMEOUT,
             env: Arc::from(Vec::new()),
+            condition: None,
         })
         .collect();
     let mut command_hooks = CommandHooks { workspace: dir.path().to_path_buf(), ..Default::default() };

@@ -293,7 +293,10 @@ impl Summary {
             .iter()
             .map(|(event, h)| HookPin {
                 event: event.clone(),
-                matcher: matcher_text(&h.matcher()),
+                matcher: match &h.condition {
+                    Some(rule) => format!("{} if {rule}", matcher_text(&h.matcher())),
+                    None => matcher_text(&h.matcher()),
+                },
                 command: h.command.get_ref().clone(),
                 files: hook_files(h, workspace),
             })
