@@ -1406,3 +1406,20 @@ fn plain_session_calls_are_answered_as_json_under_the_same_rules() {
     let answer = json_answer(&response);
     assert_eq!((answer["id"].clone(), answer["result"]["isError"].clone()), (json!(7), json!(true)), "{answer}");
 }
+
+#[test]
+fn logging_set_level_and_completion_answer_as_the_protocol_says() {
+    let fx = Fixture::new();
+    let mut raw = Raw::spawn(&fx);
+    raw.initialize();
+    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"info"}}"#);
+    let set = raw.recv();
+    assert_eq!(set["id"], 2, "{set}");
+    assert_eq!(set["result"], json!({}), "{set}");
+    raw.send(
+        r#"{"jsonrpc":"2.0","id":3,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"t"}}}"#,
+    );
+    let done = raw.recv();
+    assert_eq!(done["id"], 3, "{done}");
+    assert_eq!(done["result"]["completion"]["values"], json!([]), "toolhost serves no prompts: {done}");
+}

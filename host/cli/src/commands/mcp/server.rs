@@ -405,7 +405,19 @@ const KNOWN_REQUESTS: &[&str] = &[
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        // Logging: `logging/setLevel` is accepted (toolhost sends no log messages of its own;
+        // a tool's progress goes out as progress notifications). Completions: toolhost serves
+        // no prompts or resources, so every completion is empty.
+        // (Logging is deprecated by a later revision of the protocol, but clients and the
+        // conformance suite of the revisions served here still ask for it.)
+        #[allow(deprecated)]
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_logging()
+            .enable_completions()
+            .build();
+        ServerConfig::new(capabilities)
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -448,6 +460,16 @@ impl ServerHandler for McpServer {
             return Err(ErrorData::invalid_params(format!("Invalid params for {method}"), None));
         }
         Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}"), None))
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        tracing::debug!("logging/setLevel {:?}", request.level);
+        Ok(())
     }
 
     async fn list_tools(
