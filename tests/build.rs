@@ -31,6 +31,12 @@ const GUESTS: &[&str] = &[
     "trap-validate",
     "bad-example",
     "deep-input",
+    // The tools the MCP conformance suite's server scenarios call (tests/all/conformance.rs).
+    "conf-text",
+    "conf-image",
+    "conf-error",
+    "conf-progress",
+    "conf-schema",
 ];
 
 fn main() {

@@ -12,6 +12,7 @@ mod call_options;
 mod claude_settings;
 mod cli;
 mod config;
+mod conformance;
 mod default_tools;
 mod guests_lang;
 mod hook_files;

@@ -410,7 +410,7 @@ impl ServerHandler for McpServer {
         // no prompts or resources, so every completion is empty.
         // (Logging is deprecated by a later revision of the protocol, but clients and the
         // conformance suite of the revisions served here still ask for it.)
-        #[allow(deprecated)]
+        #[allow(deprecated, reason = "logging is still part of the protocol revisions served here")]
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
@@ -462,7 +462,7 @@ impl ServerHandler for McpServer {
         Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}"), None))
     }
 
-    #[allow(deprecated)]
+    #[allow(deprecated, reason = "logging is still part of the protocol revisions served here")]
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
