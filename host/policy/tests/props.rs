@@ -1502,3 +1502,136 @@ fn a_policy_file_grants_what_its_toml_table_grants() {
         Ok(true)
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Claude Code's settings files, merged.
+
+/// One rule of a settings file: its list and its text, from a small alphabet so that files
+/// often speak of the same calls.
+fn settings_rule() -> impl Strategy<Value = (usize, String)> {
+    let tools = prop::sample::select(vec!["Read", "Edit", "Write", "Grep", "mcp__srv", "mcp__srv__t", "Bash"]);
+    let patterns = prop::sample::select(vec![
+        "",
+        "(*)",
+        "(a.txt)",
+        "(./a.txt)",
+        "(/a.txt)",
+        "(//w/s/a.txt)",
+        "(~/a.txt)",
+        "(sub/**)",
+        "(*.TXT)",
+        "(//etc/**)",
+        "(npm test:*)",
+    ]);
+    (0..3usize, tools, patterns).prop_map(|(kind, tool, pattern)| (kind, format!("{tool}{pattern}")))
+}
+
+/// A settings file's text: rules, sometimes a mode.
+fn settings_file() -> impl Strategy<Value = String> {
+    (
+        prop::collection::vec(settings_rule(), 0..5),
+        prop::option::of(prop::sample::select(vec!["plan", "acceptEdits", "bypassPermissions", "dontAsk", "default"])),
+    )
+        .prop_map(|(rules, mode)| {
+            let mut lists = [Vec::new(), Vec::new(), Vec::new()];
+            for (kind, text) in rules {
+                lists[kind].push(text);
+            }
+            let mut perms = serde_json::json!({"allow": lists[0], "ask": lists[1], "deny": lists[2]});
+            if let Some(mode) = mode {
+                perms["defaultMode"] = serde_json::json!(mode);
+            }
+            serde_json::json!({ "permissions": perms }).to_string()
+        })
+}
+
+/// A call a rule of the alphabet may cover.
+fn settings_call() -> impl Strategy<Value = (&'static str, Option<&'static str>, bool)> {
+    (
+        prop::sample::select(vec!["Read", "Edit", "Write", "Grep", "mcp__srv__t", "mcp__srv__u", "Bash"]),
+        prop::sample::select(vec![
+            None,
+            Some("/w/s/a.txt"),
+            Some("/w/s/sub/A.txt"),
+            Some("/etc/passwd"),
+            Some("/home/u/a.txt"),
+            Some("npm test --all"),
+        ]),
+        any::<bool>(),
+    )
+}
+
+proptest! {
+    #![proptest_config(config(256))]
+
+    /// Whatever the four files say and whether the workspace is trusted: a deny rule of any
+    /// file covering a call denies it (no allow, mode or file order undoes it); an allow rule
+    /// of the workspace's own files (project, local) never allows anything until it is trusted;
+    /// and the merge does not depend on anything but the rules (the decision with the files
+    /// read in another order of equal precedence is the same).
+    #[test]
+    fn a_deny_in_any_file_holds_and_an_untrusted_workspace_cannot_allow_itself(
+        files in prop::collection::vec(settings_file(), 4),
+        trusted in any::<bool>(),
+        (tool, subject, read_only) in settings_call(),
+    ) {
+        use toolhost_policy::claude::{ClaudeSettings, LoadOptions, SettingsSource};
+        let opts = LoadOptions { workspace: ws(), home: Some(Path::new("/home/u")), trusted };
+        let sources = [
+            (SettingsSource::User, "/home/u/.claude/settings.json"),
+            (SettingsSource::Project, "/w/s/.claude/settings.json"),
+            (SettingsSource::Local, "/w/s/.claude/settings.local.json"),
+            (SettingsSource::Flag, "/etc/team/settings.json"),
+        ];
+        let mut settings = ClaudeSettings::default();
+        for ((source, path), text) in sources.iter().zip(&files) {
+            settings.read(*source, Path::new(path), text, &opts).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+        }
+        // Every rule read went to exactly one place.
+        for r in &settings.held {
+            prop_assert!(matches!(r.origin.source, SettingsSource::Project | SettingsSource::Local) && !trusted);
+        }
+        let kind = if subject.is_some_and(|s| s.starts_with('/')) { SubjectKind::Path } else { SubjectKind::Text };
+        let req = Request { tool, subject: subject.map(|s| (s, kind)), read_only, grant_inside_workspace: true };
+        let mut config = Config::default();
+        config.merge_claude(settings.clone());
+        let rules = config.permissions.rules();
+        let verdict = rules.verdict(config.permissions.mode(), &req, ws(), None);
+        let denied_by_some_file = rules.deny.iter().any(|r| {
+            r.matches(tool, req.subject, ws())
+                || (req.subject.is_some_and(|(_, k)| k == SubjectKind::Path)
+                    && r.pattern.is_some()
+                    && match r.family() {
+                        Some(toolhost_policy::FileFamily::Read) => read_only,
+                        Some(toolhost_policy::FileFamily::Edit) => !read_only,
+                        _ => false,
+                    }
+                    && r.matches(&r.tool, req.subject, ws()))
+        });
+        if denied_by_some_file {
+            prop_assert_eq!(verdict.decision, Decision::Deny, "{:?}", verdict);
+        }
+        // An allow by a rule is only ever one of the files the workspace does not bring, or
+        // of a trusted workspace.
+        if verdict.decision == Decision::Allow && verdict.by == DecidedBy::Rule {
+            let allowing: Vec<_> = settings.rules.iter().filter(|r| r.kind == toolhost_policy::claude::RuleKind::Allow).collect();
+            prop_assert!(!allowing.is_empty());
+            prop_assert!(trusted || allowing.iter().any(|r| matches!(r.origin.source, SettingsSource::User | SettingsSource::Flag)), "{:?}", verdict);
+        }
+        // Two files of the user's own (user, --settings) read the other way round: the same
+        // rules, the same decision.
+        let mut swapped = ClaudeSettings::default();
+        for i in [3usize, 1, 2, 0] {
+            let (source, path) = sources[i];
+            swapped.read(source, Path::new(path), &files[i], &opts).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+        }
+        let mut config2 = Config::default();
+        // The mode of the last file read wins, so compare rules alone.
+        config2.merge_claude(swapped);
+        let rules2 = config2.permissions.rules();
+        prop_assert_eq!(
+            rules.verdict(Mode::Default, &req, ws(), None).decision,
+            rules2.verdict(Mode::Default, &req, ws(), None).decision
+        );
+    }
+}
