@@ -488,3 +488,17 @@ fn a_hooks_if_limits_it_to_the_calls_its_rule_covers() {
     assert_exit(&o, 0);
     assert!(p.path("src/a.rs").exists());
 }
+
+#[test]
+fn a_settings_file_can_take_bypass_mode_away() {
+    let p = Project::new();
+    let user = p.home.path().join(".claude");
+    fs::create_dir_all(&user).unwrap();
+    fs::write(user.join("settings.json"), r#"{"permissions": {"disableBypassPermissionsMode": "disable"}}"#).unwrap();
+    let o = p.run(&["--permission-mode", "bypass", "call", "Read", &read("a.txt").to_string()]);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("bypass mode is disabled by"), "{}", stderr(&o));
+    assert!(stderr(&o).contains(".claude/settings.json:1:"), "{}", stderr(&o));
+    // Any other mode runs.
+    assert_eq!(p.call("Read", read("a.txt")).unwrap(), "     1\talpha\n");
+}

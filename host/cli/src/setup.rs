@@ -120,6 +120,13 @@ pub fn load_config_as(args: &GlobalArgs, trusted: bool) -> Result<Config> {
         crate::claude::report_once(&settings);
         config.merge_claude(settings);
     }
+    // As in Claude Code: a settings file may take bypass mode away from everyone.
+    if let Some(at) = config.claude.as_ref().and_then(|c| c.bypass_disabled.as_ref()) {
+        let mode = args.permission_mode.unwrap_or_else(|| config.permissions.mode());
+        if mode == toolhost_policy::Mode::Bypass {
+            anyhow::bail!("bypass mode is disabled by {at} (permissions.disableBypassPermissionsMode)");
+        }
+    }
     Ok(config)
 }
 

@@ -227,6 +227,9 @@ pub struct ClaudeSettings {
     pub ignored: Vec<Ignored>,
     /// Keys Claude Code does not know, and values toolhost reads otherwise.
     pub warnings: Vec<ConfigError>,
+    /// `permissions.disableBypassPermissionsMode: "disable"`, where: bypass mode may not be
+    /// used, whoever asks for it (a file, the config, `--permission-mode`).
+    pub bypass_disabled: Option<Origin>,
 }
 
 /// Top-level keys of Claude Code's settings that toolhost has no use for: silently accepted.
@@ -651,7 +654,16 @@ impl Reader<'_, '_> {
                         self.directory(&dir, at);
                     }
                 }
-                "disableBypassPermissionsMode" | "disableAutoMode" => {}
+                "disableBypassPermissionsMode" => match &prop.value {
+                    Value::StringLit(v) if v.value == "disable" => {
+                        self.settings.bypass_disabled = Some(self.at(v.range.start));
+                    }
+                    v => self.error(
+                        json::start(v),
+                        "permissions.disableBypassPermissionsMode: the only value is \"disable\"".to_string(),
+                    ),
+                },
+                "disableAutoMode" => {}
                 k => self.warn(
                     prop.range.start,
                     format!("unknown key \"permissions.{k}\": Claude Code has no such setting"),

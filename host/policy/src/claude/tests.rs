@@ -305,3 +305,12 @@ fn a_hooks_if_is_a_rule_read_as_the_files_rules_are() {
         read(&[(SettingsSource::Project, bad)], false).unwrap_err()[0].message.contains(".if: invalid permission rule")
     );
 }
+
+#[test]
+fn disable_bypass_is_read_with_where_it_was_written() {
+    let text = r#"{"permissions": {"disableBypassPermissionsMode": "disable"}}"#;
+    let s = read(&[(SettingsSource::User, text)], false).unwrap();
+    assert_eq!(s.bypass_disabled.as_ref().map(|o| o.line), Some(1));
+    let bad = r#"{"permissions": {"disableBypassPermissionsMode": "yes"}}"#;
+    assert!(read(&[(SettingsSource::User, bad)], false).is_err());
+}
