@@ -63,6 +63,16 @@ impl Fixture {
     fn run(&self, args: &[&str]) -> Output {
         self.command().args(args).output().unwrap()
     }
+
+    /// `toolhost agent "triage"` against the scripted model `server`.
+    fn agent(&self, server: &ModelServer) -> Output {
+        self.command()
+            .env("ANTHROPIC_API_KEY", "test-key")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "triage"])
+            .output()
+            .unwrap()
+    }
 }
 
 #[test]
@@ -129,13 +139,7 @@ fn an_agent_uses_the_servers_tools_under_the_rules_and_the_audit_log_has_every_c
         Answer::new("tool_use").tool("s2", "mcp__tracker__search", json!({"query": "x"})).anthropic(),
         Answer::text_only("done").anthropic(),
     ]);
-    let o = fx
-        .command()
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "triage"])
-        .output()
-        .unwrap();
+    let o = fx.agent(&server);
     assert_exit(&o, 0);
     assert_eq!(stdout(&o), "done\n", "{}", stderr(&o));
     let bodies = server.bodies();
@@ -246,13 +250,7 @@ fn an_agent_uses_one_server_over_stdio_and_another_over_http() {
             .anthropic(),
         Answer::text_only("done").anthropic(),
     ]);
-    let o = fx
-        .command()
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "triage"])
-        .output()
-        .unwrap();
+    let o = fx.agent(&server);
     assert_exit(&o, 0);
     let bodies = server.bodies();
     let results = bodies[1]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
@@ -297,13 +295,7 @@ fn an_agent_reads_the_servers_list_fresh_each_turn() {
         Answer::new("tool_use").tool("c1", "mcp__tracker__close", json!({"number": 2})).anthropic(),
         Answer::text_only("done").anthropic(),
     ]);
-    let o = fx
-        .command()
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "triage"])
-        .output()
-        .unwrap();
+    let o = fx.agent(&server);
     assert_exit(&o, 0);
     let bodies = server.bodies();
     let names = |i: usize| -> Vec<String> {
@@ -313,4 +305,30 @@ fn an_agent_reads_the_servers_list_fresh_each_turn() {
     assert!(names(1).contains(&"mcp__tracker__close".to_string()), "picked up in the next turn: {:?}", names(1));
     let results = bodies[2]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
     assert_eq!(results[0]["content"][0]["text"], "issue #2 closed", "{results}");
+}
+
+/// A server that never answers: only its list is looked at here.
+struct Silent;
+
+#[async_trait::async_trait]
+impl toolhost::RemoteServer for Silent {
+    async fn call(&self, _tool: &str, _input: Value) -> Result<toolhost::RemoteOutput, String> {
+        Err("not reached".to_string())
+    }
+}
+
+#[test]
+fn a_tool_whose_pool_name_a_model_api_refuses_is_left_out_and_said() {
+    let ws = toolhost_tests::workspace();
+    let rt = toolhost::Runtime::builder().engine(toolhost_tests::engine()).workspace(ws.path()).build().unwrap();
+    let schema = json!({"type": "object"});
+    let tools = vec![
+        toolhost::RemoteTool::new("ok.tool", "fine", schema.clone(), true),
+        toolhost::RemoteTool::new("x".repeat(60), "too long once prefixed", schema, false),
+    ];
+    let errors = rt.set_remote_tools("srv", tools, std::sync::Arc::new(Silent));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(toolhost::error_text(&errors[0]).contains("longer than 64 characters"), "{:?}", errors[0]);
+    let names: Vec<String> = rt.remote_tools().iter().map(|t| t.info.name.clone()).collect();
+    assert_eq!(names, ["mcp__srv__ok_tool"], "the dot becomes _, as Claude Code names it");
 }

@@ -108,6 +108,12 @@ impl Runtime {
                 origin: format!("MCP server {server}"),
                 cause: LoadError::embedder(format!("tool {}: {why}", tool.name)),
             };
+            // Model APIs take 1-64 characters of `[A-Za-z0-9_-]`: a longer name would make
+            // every request offering it fail, so the tool is left out instead.
+            if !crate::loading::loader::valid_tool_name(&name) {
+                errors.push(refuse(format!("its name in the pool, {name}, is longer than 64 characters")));
+                continue;
+            }
             if self.tools.contains_key(&name) {
                 errors.push(refuse(format!("the name {name} is taken by a loaded component")));
                 continue;
