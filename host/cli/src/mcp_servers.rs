@@ -7,8 +7,13 @@
 //! A `url` server is reached over streamable HTTP (rmcp's reqwest client, TLS by rustls with
 //! the ring provider and the system's roots).
 
-use rmcp::model::{CallToolRequestParams, ContentBlock};
-use rmcp::service::{RoleClient, RunningService, ServiceExt as _};
+use rmcp::ClientHandler;
+#[allow(deprecated, reason = "logging leaves MCP after 2025-11-25 (SEP-2577); servers of that version still log")]
+use rmcp::model::LoggingMessageNotificationParam;
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ContentBlock, Implementation, ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt as _};
 use rmcp::transport::TokioChildProcess;
 use serde_json::Value;
 use std::path::Path;
@@ -23,7 +28,39 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// A connected server.
 struct Server {
     name: String,
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, Client>,
+}
+
+/// toolhost's side of one connection: who it says it is, and where the server's log messages
+/// go. A server's form questions (`elicitation/create`) are declined: toolhost does not
+/// declare the capability, and no person sits behind a CI agent to answer them.
+struct Client {
+    server: String,
+}
+
+/// The longest log message of a server that is shown (the rest is cut).
+const MAX_LOG_CHARS: usize = 2000;
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        // The newest version that still has the `initialize` handshake rmcp's client performs.
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolhost", env!("CARGO_PKG_VERSION")).with_title("toolhost"),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    #[allow(deprecated, reason = "logging leaves MCP after 2025-11-25 (SEP-2577); servers of that version still log")]
+    async fn on_logging_message(&self, params: LoggingMessageNotificationParam, _: NotificationContext<RoleClient>) {
+        let text = match &params.data {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let text: String = text.chars().take(MAX_LOG_CHARS).collect();
+        let logger = params.logger.as_deref().unwrap_or("-");
+        tracing::info!(target: "toolhost::mcp_server", "MCP server {} [{:?} {logger}]: {text}", self.server, params.level);
+    }
 }
 
 #[async_trait::async_trait]
@@ -51,7 +88,7 @@ impl RemoteServer for Server {
 }
 
 /// The server's tools, as the pool takes them.
-async fn listed(service: &RunningService<RoleClient, ()>) -> Result<Vec<RemoteTool>, String> {
+async fn listed(service: &RunningService<RoleClient, Client>) -> Result<Vec<RemoteTool>, String> {
     let listed = service.list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
     Ok(listed
         .into_iter()
@@ -110,8 +147,8 @@ async fn connect(
     workspace: &Path,
 ) -> Result<(Vec<RemoteTool>, Arc<Server>), String> {
     let service = match (&server.command, &server.url) {
-        (Some(command), _) => start(command.get_ref(), server, workspace).await?,
-        (None, Some(url)) => reach(url.get_ref(), server).await?,
+        (Some(command), _) => start(name, command.get_ref(), server, workspace).await?,
+        (None, Some(url)) => reach(name, url.get_ref(), server).await?,
         (None, None) => return Err("it has neither `command` (stdio) nor `url` (streamable HTTP)".to_string()),
     };
     let tools = listed(&service).await?;
@@ -120,10 +157,11 @@ async fn connect(
 
 /// A stdio server: its process, in the workspace, as Claude Code starts it.
 async fn start(
+    name: &str,
     command: &str,
     server: &McpServerConfig,
     workspace: &Path,
-) -> Result<RunningService<RoleClient, ()>, String> {
+) -> Result<RunningService<RoleClient, Client>, String> {
     let mut cmd = tokio::process::Command::new(expand(command)?);
     for arg in &server.args {
         cmd.arg(expand(arg)?);
@@ -137,12 +175,12 @@ async fn start(
         .stderr(std::process::Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", server.command_line().unwrap_or_default()))?;
-    ().serve(transport).await.map_err(|e| format!("the MCP handshake failed: {e}"))
+    Client { server: name.to_string() }.serve(transport).await.map_err(|e| format!("the MCP handshake failed: {e}"))
 }
 
 /// A streamable HTTP server: `headers` (expanded) on every request, and `Authorization:
 /// Bearer …` from `bearer_token_env`.
-async fn reach(url: &str, server: &McpServerConfig) -> Result<RunningService<RoleClient, ()>, String> {
+async fn reach(name: &str, url: &str, server: &McpServerConfig) -> Result<RunningService<RoleClient, Client>, String> {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let url = expand(url)?;
@@ -158,7 +196,10 @@ async fn reach(url: &str, server: &McpServerConfig) -> Result<RunningService<Rol
         config = config.auth_header(token);
     }
     let transport = StreamableHttpClientTransport::from_config(config);
-    ().serve(transport).await.map_err(|e| format!("the MCP handshake with {url} failed: {e}"))
+    Client { server: name.to_string() }
+        .serve(transport)
+        .await
+        .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))
 }
 
 /// `${VAR}` and `${VAR:-default}` from the environment, as Claude Code expands `.mcp.json`; an
