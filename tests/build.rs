@@ -37,6 +37,10 @@ const GUESTS: &[&str] = &[
     "conf-error",
     "conf-progress",
     "conf-schema",
+    "conf-logging",
+    "conf-elicit",
+    "conf-elicit-defaults",
+    "conf-elicit-enums",
 ];
 
 fn main() {

@@ -69,6 +69,10 @@ fn the_server_passes_the_official_conformance_suite_but_the_listed_scenarios() {
         ("conf-error", guests::CONF_ERROR),
         ("conf-progress", guests::CONF_PROGRESS),
         ("conf-schema", guests::CONF_SCHEMA),
+        ("conf-logging", guests::CONF_LOGGING),
+        ("conf-elicit", guests::CONF_ELICIT),
+        ("conf-elicit-defaults", guests::CONF_ELICIT_DEFAULTS),
+        ("conf-elicit-enums", guests::CONF_ELICIT_ENUMS),
     ] {
         std::fs::write(tools.join(format!("{name}.wasm")), bytes).unwrap();
     }
@@ -124,6 +128,10 @@ fn the_server_passes_the_official_conformance_suite_but_the_listed_scenarios() {
         "tools-call-image",
         "tools-call-error",
         "tools-call-with-progress",
+        "tools-call-with-logging",
+        "tools-call-elicitation",
+        "elicitation-sep1034-defaults",
+        "elicitation-sep1330-enums",
         "json-schema-2020-12",
         "server-sse-multiple-streams",
         "dns-rebinding-protection",

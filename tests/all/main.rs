@@ -35,5 +35,6 @@ mod registry_access;
 mod replicas;
 mod sandbox;
 mod schema;
+mod session_interface;
 mod tiering;
 mod trust;

@@ -608,6 +608,13 @@ impl Traces {
                 .entry(id.clone())
                 .or_default()
                 .push(message.clone()),
+            Event::Log { id, level, message, .. } => self
+                .progress
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(id.clone())
+                .or_default()
+                .push(format!("[{}] {message}", level.as_str())),
             Event::Finish { id, tool, outcome, duration_ms, tier, trace, .. } => {
                 let progress = self.progress.lock().unwrap_or_else(|e| e.into_inner()).remove(id).unwrap_or_default();
                 let line = serde_json::json!({
@@ -724,6 +731,9 @@ impl Display {
                     eprintln!("permission {tool} ({id}): {answer}")
                 }
                 Event::Progress { tool, message, .. } => eprintln!("{tool}: {}", printable(&message)),
+                Event::Log { tool, level, message, .. } if *verbose || level >= toolhost::LogLevel::Warning => {
+                    eprintln!("{tool} [{}]: {}", level.as_str(), printable(&message))
+                }
                 Event::Start { id, tool } if *verbose => eprintln!("start {tool} ({id})"),
                 Event::Finish { id, tool, outcome, duration_ms, trace, .. } if *verbose => {
                     eprintln!("finish {tool} ({id}): {outcome} in {:.1} ms", duration_ms.as_secs_f64() * 1000.0);
@@ -745,6 +755,9 @@ impl Display {
                         );
                         bar.enable_steady_tick(std::time::Duration::from_millis(100));
                         running.insert(id, bar);
+                    }
+                    Event::Log { tool, level, message, .. } if *verbose || level >= toolhost::LogLevel::Warning => {
+                        let _ = bars.println(format!("{tool} [{}]: {}", level.as_str(), printable(&message)));
                     }
                     Event::Progress { id, tool, message } => match running.get(&id) {
                         Some(bar) => bar.set_message(printable(&message)),

@@ -27,6 +27,17 @@ pub enum Event {
         /// What it said.
         message: String,
     },
+    /// The tool logged a message through `toolhost:session/session.log`.
+    Log {
+        /// The call's tool_use id.
+        id: String,
+        /// The tool.
+        tool: String,
+        /// How severe.
+        level: crate::LogLevel,
+        /// What it said.
+        message: String,
+    },
     /// A hook timed out, crashed, exited with an unexpected status or printed invalid JSON.
     /// It did not block the call.
     HookFailed {

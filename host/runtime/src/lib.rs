@@ -47,7 +47,7 @@ pub use call::probe::Probe;
 pub use call::refusal::{Refusal, RefusalKind};
 pub use call::result::{ContentBlock, ImageSource, ToolResult, content_text};
 pub use call::trace::{CallTrace, Step};
-pub use call::{CallOptions, Progress, ProgressFn};
+pub use call::{Answer, CallOptions, LogFn, LogLevel, LogMessage, Progress, ProgressFn, Question};
 pub use error::{
     Error, GrantError, LoadError, Result, SchemaError, SettingError, WasmtimeError, WorkspaceError, error_text,
 };

@@ -182,6 +182,74 @@ pub fn progress(message: &str) {
     wit::toolhost::tool::host::progress(message);
 }
 
+/// Log messages and questions for the people watching a call (the `toolhost:session`
+/// interface). A tool that uses none of it does not import it.
+///
+/// ```ignore
+/// use toolhost_sdk::session::{self, Answer, LogLevel};
+///
+/// session::log(LogLevel::Info, "looking up the ticket");
+/// let form = serde_json::json!({"type": "object", "properties": {
+///     "priority": {"type": "string", "enum": ["low", "high"], "default": "low"}
+/// }, "required": ["priority"]});
+/// match session::elicit("Which priority should the ticket get?", &form) {
+///     Ok(Answer::Accept(values)) => { /* values["priority"] */ }
+///     Ok(Answer::Decline | Answer::Cancel) => { /* go on without it */ }
+///     Err(why) => { /* the host refused to ask: why */ }
+/// }
+/// ```
+pub mod session {
+    /// Generated bindings for `toolhost:session`. Private in spirit: use the functions below.
+    #[doc(hidden)]
+    pub mod wit {
+        wit_bindgen::generate!({
+            path: "wit/session@0.1.0",
+            world: "imports",
+        });
+    }
+
+    use wit::toolhost::session::session as ws;
+
+    /// How severe a log message is.
+    pub use ws::LogLevel;
+
+    /// Log a message for the people watching (an MCP client that asked for this level, `-v`,
+    /// the call's trace). It never reaches the model and never fails.
+    pub fn log(level: LogLevel, message: &str) {
+        ws::log(level, message);
+    }
+
+    /// What the person did with a question.
+    #[derive(Debug, Clone, PartialEq)]
+    pub enum Answer {
+        /// They filled in the form: the values, checked by the host against the form.
+        Accept(serde_json::Map<String, serde_json::Value>),
+        /// They refused to answer.
+        Decline,
+        /// They dismissed it, or nobody could be asked (e.g. on CI).
+        Cancel,
+    }
+
+    /// Ask the person a question with a form: an object schema of string, number, integer,
+    /// boolean and enum fields (MCP's form elicitation). Only during `call`, a few per call;
+    /// the wait counts against the call's timeout. `Err`: the host refused to ask, and says
+    /// why. Never ask for secrets.
+    pub fn elicit(message: &str, form: &serde_json::Value) -> Result<Answer, String> {
+        let answer = ws::elicit(message, &form.to_string())?;
+        Ok(match answer.action {
+            ws::ElicitAction::Accept => {
+                let content = answer.content.as_deref().unwrap_or("{}");
+                match serde_json::from_str(content) {
+                    Ok(serde_json::Value::Object(values)) => Answer::Accept(values),
+                    _ => return Err(format!("the host's answer is not a JSON object: {content}")),
+                }
+            }
+            ws::ElicitAction::Decline => Answer::Decline,
+            ws::ElicitAction::Cancel => Answer::Cancel,
+        })
+    }
+}
+
 /// Read a raw value (JSON text) from the session's context map.
 pub fn context_get(key: &str) -> Option<String> {
     wit::toolhost::tool::host::context_get(key)

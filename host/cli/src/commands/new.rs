@@ -71,6 +71,9 @@ const SDK_MANIFEST: &str = include_str!("../../../../plugins/sdk/Cargo.toml");
 const SDK_LIB: &str = include_str!("../../../../plugins/sdk/src/lib.rs");
 const SDK_WIT_PACKAGE: &str = include_str!("../../../../plugins/sdk/wit/tool@0.1.0/package.wit");
 const SDK_WIT_TYPES: &str = include_str!("../../../../plugins/sdk/wit/tool@0.1.0/types.wit");
+const SDK_WIT_SESSION: &str = include_str!("../../../../plugins/sdk/wit/session@0.1.0/package.wit");
+#[cfg(test)]
+const WIT_SESSION: &str = include_str!("../../../../wit/session@0.1.0/package.wit");
 
 /// `(path in the project, contents, executable)`.
 type File = (String, String, bool);
@@ -150,6 +153,7 @@ fn files(lang: Lang, name: &str) -> Vec<File> {
             file("toolhost-sdk/src/lib.rs", SDK_LIB.to_string(), false),
             wit("toolhost-sdk/wit/tool@0.1.0", "package.wit", SDK_WIT_PACKAGE),
             wit("toolhost-sdk/wit/tool@0.1.0", "types.wit", SDK_WIT_TYPES),
+            wit("toolhost-sdk/wit/session@0.1.0", "package.wit", SDK_WIT_SESSION),
         ]),
         Lang::Python => files.extend([
             file("app.py", f(include_str!("../../templates/python/app.py")), false),
@@ -247,5 +251,6 @@ mod tests {
     fn the_sdk_binds_the_repository_wit() {
         assert_eq!(SDK_WIT_PACKAGE, WIT_PACKAGE, "plugins/sdk/wit/tool@0.1.0/package.wit differs from wit/");
         assert_eq!(SDK_WIT_TYPES, WIT_TYPES, "plugins/sdk/wit/tool@0.1.0/types.wit differs from wit/");
+        assert_eq!(SDK_WIT_SESSION, WIT_SESSION, "plugins/sdk/wit/session@0.1.0/package.wit differs from wit/");
     }
 }

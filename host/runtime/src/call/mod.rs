@@ -11,9 +11,11 @@ pub(crate) mod outcome;
 pub(crate) mod permission;
 pub(crate) mod pipeline;
 pub(crate) mod probe;
+pub(crate) mod question;
 pub(crate) mod refusal;
 pub(crate) mod result;
 pub(crate) mod spill;
 pub(crate) mod trace;
 
-pub use options::{CallOptions, Progress, ProgressFn};
+pub use options::{CallOptions, LogFn, LogMessage, Progress, ProgressFn};
+pub use question::{Answer, LogLevel, Question};

@@ -4,6 +4,7 @@
 //! connection it came from without a routing table).
 
 use crate::call::permission::PermissionDecider;
+use crate::call::question::LogLevel;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +25,24 @@ pub struct Progress<'a> {
 /// block (send on a channel, print, count).
 pub type ProgressFn = Arc<dyn Fn(Progress<'_>) + Send + Sync>;
 
+/// One log message of a running call (`toolhost:session/session.log`), already bounded in
+/// length and number (counted with progress messages) by the runtime.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct LogMessage<'a> {
+    /// The call's tool_use id.
+    pub tool_use_id: &'a str,
+    /// The tool's name.
+    pub tool: &'a str,
+    /// How severe.
+    pub level: LogLevel,
+    /// What the tool said.
+    pub message: &'a str,
+}
+
+/// Receives a call's log messages; the same rules as [`ProgressFn`].
+pub type LogFn = Arc<dyn Fn(LogMessage<'_>) + Send + Sync>;
+
 /// Per-call options of [`crate::Runtime::call`], [`crate::Runtime::call_admitted`] and, for every
 /// call of a turn, [`crate::Runtime::run_turn`]. The default: never cancelled, progress only to
 /// the runtime's event sink, questions to the runtime's decider.
@@ -41,6 +60,7 @@ pub type ProgressFn = Arc<dyn Fn(Progress<'_>) + Send + Sync>;
 pub struct CallOptions {
     pub(crate) cancel: CancellationToken,
     pub(crate) progress: Option<ProgressFn>,
+    pub(crate) log: Option<LogFn>,
     pub(crate) decider: Option<Arc<dyn PermissionDecider>>,
 }
 
@@ -49,6 +69,7 @@ impl std::fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("cancelled", &self.cancel.is_cancelled())
             .field("progress", &self.progress.is_some())
+            .field("log", &self.log.is_some())
             .field("decider", &self.decider.is_some())
             .finish()
     }
@@ -74,7 +95,13 @@ impl CallOptions {
         self
     }
 
-    /// Who answers this call's `ask` decisions, instead of the runtime's decider (e.g. the MCP
+    /// Where the call's log messages go, besides the runtime's event sink.
+    pub fn log(mut self, log: impl Fn(LogMessage<'_>) + Send + Sync + 'static) -> Self {
+        self.log = Some(Arc::new(log));
+        self
+    }
+
+    /// Who answers this call's `ask` decisions and its tool's own questions, instead of the runtime's decider (e.g. the MCP
     /// client that made the call).
     pub fn decider(mut self, decider: Arc<dyn PermissionDecider>) -> Self {
         self.decider = Some(decider);

@@ -10,6 +10,7 @@ use crate::sandbox::fsguard::resolve_at;
 use async_trait::async_trait;
 use serde_json::Value;
 use std::path::PathBuf;
+use std::sync::Arc;
 use toolhost_policy::{DecidedBy, Decision, Mode, Request, Rules, SubjectKind};
 
 /// A question for whoever may allow a call.
@@ -58,6 +59,14 @@ pub trait PermissionDecider: Send + Sync {
         let _ = request;
         true
     }
+
+    /// Put a tool's own question (`toolhost:session/session.elicit`, already checked) to the
+    /// person. Asked one at a time, like `ask`. Default: nobody can be asked, so
+    /// [`Answer::Cancel`](crate::Answer::Cancel).
+    async fn elicit(&self, question: &crate::Question) -> crate::Answer {
+        let _ = question;
+        crate::Answer::Cancel
+    }
 }
 
 /// The mode and rules in force. What a person allowed "always" lives in the
@@ -68,7 +77,7 @@ pub(crate) struct Permissions {
     pub(crate) rules: Rules,
     /// Serialises questions, so two parallel calls never prompt at once and the second sees
     /// the first one's "always".
-    pub(crate) ask_lock: tokio::sync::Mutex<()>,
+    pub(crate) ask_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// The value at `pointer` in `input`, when it is a string (or a number or bool, as text).

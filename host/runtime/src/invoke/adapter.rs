@@ -7,8 +7,9 @@ use crate::call::outcome::{Failure, OutcomeKind};
 use crate::invoke::{Export, FsCall, InvokeCtx, invoke};
 use crate::registry::Runtime;
 use crate::sandbox::fsguard::FsRules;
-use crate::sandbox::state::{CallEnv, ProgressTo};
+use crate::sandbox::state::{Asker, CallEnv, ProgressTo};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 impl Runtime {
     /// Run `export` of the call's tool with what `access` allows (the grant, read-only, or
@@ -49,12 +50,28 @@ impl Runtime {
             progress: ProgressTo::new(
                 self.events.clone(),
                 cx.options.progress.clone(),
+                cx.options.log.clone(),
                 &cx.tool_use.id,
                 &tool.info.name,
             ),
             hosts: match access {
                 Access::Nothing => None,
                 Access::Granted | Access::ReadOnly => Some(cx.hosts.clone()),
+            },
+            // Questions only from `call` (`validate` and `is-concurrency-safe` run with nothing).
+            asker: match access {
+                Access::Nothing => None,
+                Access::Granted | Access::ReadOnly => Some(Asker {
+                    decider: cx
+                        .options
+                        .decider
+                        .clone()
+                        .or_else(|| self.decider.clone())
+                        .unwrap_or_else(|| Arc::new(Nobody)),
+                    lock: self.permissions.ask_lock.clone(),
+                    id: cx.tool_use.id.as_str().into(),
+                    tool: tool.info.name.as_str().into(),
+                }),
             },
         };
         let store = InvokeCtx {
@@ -78,5 +95,15 @@ impl Runtime {
             trace: Some(&cx.trace),
         };
         invoke(store, export).await
+    }
+}
+
+/// Who answers when nobody can: every question is cancelled (the trait's default).
+struct Nobody;
+
+#[async_trait::async_trait]
+impl crate::PermissionDecider for Nobody {
+    async fn ask(&self, _request: &crate::AskRequest) -> crate::AskAnswer {
+        crate::AskAnswer::Deny(None)
     }
 }

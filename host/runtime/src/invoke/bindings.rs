@@ -13,6 +13,16 @@ mod gen_ {
     });
 }
 
+/// The optional `toolhost:session@0.1.0` interface: log messages and questions for the people
+/// watching. `elicit` waits for a person, so it is async (the call's timer still runs).
+mod session_gen {
+    wasmtime::component::bindgen!({
+        path: "../../wit/session@0.1.0",
+        world: "imports",
+        imports: { "toolhost:session/session.elicit": async },
+    });
+}
+
 pub(crate) use gen_::exports::toolhost::tool::tool::Guest as ToolExports;
 pub(crate) use gen_::toolhost::tool::host::Host as HostImports;
 pub(crate) use gen_::toolhost::tool::types::{
@@ -20,6 +30,10 @@ pub(crate) use gen_::toolhost::tool::types::{
     ToolError as WitToolError, ToolOutput, ToolSchema,
 };
 pub(crate) use gen_::{Plugin, PluginPre};
+pub(crate) use session_gen::Imports as SessionWorld;
+pub(crate) use session_gen::toolhost::session::session::{
+    ElicitAction as WitElicitAction, ElicitAnswer as WitElicitAnswer, Host as SessionImports, LogLevel as WitLogLevel,
+};
 
 /// The export names a component must have to be a tool of this world.
 pub(crate) const TOOL_INTERFACE: &str = "toolhost:tool/tool@0.1.0";

@@ -121,6 +121,8 @@ pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
     // wasi:config/store, which components written for Wassette import: the granted variables.
     crate::sandbox::config_store::add_to_linker(&mut linker)?;
     crate::invoke::bindings::Plugin::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
+    // toolhost:session, for the tools that import it (log messages, questions to the person).
+    crate::invoke::bindings::SessionWorld::add_to_linker::<HostState, HasSelf<HostState>>(&mut linker, |s| s)?;
     Ok(linker)
 }
 

@@ -483,6 +483,7 @@ async fn run_schema(
             workspace_json: Arc::from("null"),
             progress: None,
             hosts: None,
+            asker: None,
         },
         grant: None,
         net: &Arc::from([]),

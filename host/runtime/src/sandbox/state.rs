@@ -1,9 +1,11 @@
 //! Per-call store data: the WASI context built from the grant, the memory limiter, captured
 //! output, and what `host.progress` / `host.context-get` need.
 
-use crate::call::{Progress, ProgressFn};
+use crate::PermissionDecider;
+use crate::call::question::{Answer, LogLevel, MAX_QUESTIONS, Question};
+use crate::call::{LogFn, LogMessage, Progress, ProgressFn};
 use crate::event::{Event, EventSink};
-use crate::invoke::bindings::{HostImports, TypesHost};
+use crate::invoke::bindings::{HostImports, SessionImports, TypesHost, WitElicitAction, WitElicitAnswer, WitLogLevel};
 use crate::sandbox::capture::CapturePipe;
 use crate::sandbox::fsguard::{FsGuard, GuardedFs};
 use crate::sandbox::http::HttpHooks;
@@ -40,6 +42,19 @@ pub(crate) struct CallEnv {
     pub progress: Option<ProgressTo>,
     /// Where the hosts the call tries to reach are recorded (for the audit log), if anywhere.
     pub hosts: Option<crate::sandbox::net::HostLog>,
+    /// Who answers the tool's own questions: set for `call` only.
+    pub asker: Option<Asker>,
+}
+
+/// Who answers a call's questions (`session.elicit`), one question at a time across the
+/// runtime (the permission questions' lock).
+#[derive(Clone)]
+pub(crate) struct Asker {
+    pub decider: Arc<dyn PermissionDecider>,
+    pub lock: Arc<tokio::sync::Mutex<()>>,
+    /// The call's tool_use id and tool.
+    pub id: Arc<str>,
+    pub tool: Arc<str>,
 }
 
 /// Where one call's progress messages go: the runtime's event sink and the call's own
@@ -48,16 +63,24 @@ pub(crate) struct CallEnv {
 pub(crate) struct ProgressTo {
     events: Option<EventSink>,
     callback: Option<ProgressFn>,
+    log: Option<LogFn>,
     id: Arc<str>,
     tool: Arc<str>,
 }
 
 impl ProgressTo {
     /// `None` when nobody listens.
-    pub(crate) fn new(events: Option<EventSink>, callback: Option<ProgressFn>, id: &str, tool: &str) -> Option<Self> {
-        (events.is_some() || callback.is_some()).then(|| ProgressTo {
+    pub(crate) fn new(
+        events: Option<EventSink>,
+        callback: Option<ProgressFn>,
+        log: Option<LogFn>,
+        id: &str,
+        tool: &str,
+    ) -> Option<Self> {
+        (events.is_some() || callback.is_some() || log.is_some()).then(|| ProgressTo {
             events,
             callback,
+            log,
             id: id.into(),
             tool: tool.into(),
         })
@@ -69,6 +92,15 @@ impl ProgressTo {
         }
         if let Some(sink) = &self.events {
             sink(Event::Progress { id: self.id.to_string(), tool: self.tool.to_string(), message });
+        }
+    }
+
+    fn log(&self, level: LogLevel, message: String) {
+        if let Some(log) = &self.log {
+            log(LogMessage { tool_use_id: &self.id, tool: &self.tool, level, message: &message });
+        }
+        if let Some(sink) = &self.events {
+            sink(Event::Log { id: self.id.to_string(), tool: self.tool.to_string(), level, message });
         }
     }
 }
@@ -109,6 +141,8 @@ pub(crate) struct HostState {
     pub stderr: CapturePipe,
     pub interrupt: Option<Interrupt>,
     pub progress_sent: u32,
+    /// Questions the call asked (`session.elicit`).
+    pub questions_asked: u32,
     /// What the call may reach over the network (shared with the socket address check).
     pub net: Arc<NetAccess>,
     /// Open name lookups: resource rep → the name being resolved.
@@ -142,6 +176,7 @@ impl HostState {
             stderr,
             interrupt: None,
             progress_sent: 0,
+            questions_asked: 0,
             http_hooks: HttpHooks { net: net.clone(), tls },
             net,
             lookups: HashMap::new(),
@@ -174,6 +209,7 @@ impl HostState {
         self.stdout.clear();
         self.stderr.clear();
         self.progress_sent = 0;
+        self.questions_asked = 0;
         self.interrupt = None;
         self.limiter.hit = false;
     }
@@ -187,6 +223,7 @@ impl HostState {
             workspace_json: self.env.workspace_json.clone(),
             progress: None,
             hosts: None,
+            asker: None,
         };
     }
 
@@ -241,5 +278,52 @@ impl HostImports for HostState {
             return Some(self.env.workspace_json.to_string());
         }
         self.env.context.get(&format!("{}/{key}", self.env.namespace)).cloned()
+    }
+}
+
+impl SessionImports for HostState {
+    fn log(&mut self, level: WitLogLevel, message: String) {
+        // Log messages share progress's budget: together they cannot flood anyone.
+        if self.progress_sent >= MAX_PROGRESS_MESSAGES {
+            return;
+        }
+        self.progress_sent += 1;
+        let level = match level {
+            WitLogLevel::Debug => LogLevel::Debug,
+            WitLogLevel::Info => LogLevel::Info,
+            WitLogLevel::Notice => LogLevel::Notice,
+            WitLogLevel::Warning => LogLevel::Warning,
+            WitLogLevel::Error => LogLevel::Error,
+            WitLogLevel::Critical => LogLevel::Critical,
+            WitLogLevel::Alert => LogLevel::Alert,
+            WitLogLevel::Emergency => LogLevel::Emergency,
+        };
+        if let Some(progress) = &self.env.progress {
+            progress.log(level, message.chars().take(MAX_PROGRESS_CHARS).collect());
+        }
+    }
+
+    async fn elicit(&mut self, message: String, requested_schema: String) -> Result<WitElicitAnswer, String> {
+        let Some(asker) = self.env.asker.clone() else {
+            return Err("a tool may ask the person questions only while it runs `call`".to_string());
+        };
+        if self.questions_asked >= MAX_QUESTIONS {
+            return Err(format!("a call may ask at most {MAX_QUESTIONS} questions"));
+        }
+        self.questions_asked += 1;
+        let question = Question::new(&asker.id, &asker.tool, message, &requested_schema)?;
+        let answer = {
+            let _one_at_a_time = asker.lock.lock().await;
+            asker.decider.elicit(&question).await
+        };
+        Ok(match answer {
+            Answer::Accept(content) => {
+                let content = serde_json::Value::Object(content);
+                question.check_answer(&content)?;
+                WitElicitAnswer { action: WitElicitAction::Accept, content: Some(content.to_string()) }
+            }
+            Answer::Decline => WitElicitAnswer { action: WitElicitAction::Decline, content: None },
+            Answer::Cancel => WitElicitAnswer { action: WitElicitAction::Cancel, content: None },
+        })
     }
 }

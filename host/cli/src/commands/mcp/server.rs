@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolhost::{
-    AskAnswer, AskRequest, CallOptions, Event, PermissionDecider, Runtime, Scheduler, Session, Ticket, ToolResult,
-    ToolUse,
+    Answer, AskAnswer, AskRequest, CallOptions, Event, PermissionDecider, Question, Runtime, Scheduler, Session,
+    Ticket, ToolResult, ToolUse,
 };
 
 /// What every connection shares: the runtime (swapped on reload) and its call queue, which
@@ -195,26 +195,66 @@ pub fn tool_list(runtime: &Runtime) -> Vec<Tool> {
         .collect()
 }
 
-/// Where a call's progress goes when its request carried a `progressToken`: each message
-/// becomes a `notifications/progress` (progress 1, 2, …) on the call's connection, sent in
-/// order by the returned task, which ends once the sender is dropped.
-fn progress_forwarder(
+/// What a running call tells its client besides the result.
+enum Notice {
+    /// A progress message (the request carried a `progressToken`).
+    Progress(String),
+    /// A log message at or above the session's `logging/setLevel`.
+    Log { level: toolhost::LogLevel, tool: String, message: String },
+}
+
+/// Where a call's progress and log messages go: each progress message becomes a
+/// `notifications/progress` (progress 1, 2, …) and each log message a `notifications/message`
+/// (logger: the tool) on the call's connection, sent in order by the returned task, which ends
+/// once every sender is dropped.
+fn notice_forwarder(
     peer: Peer<RoleServer>,
-    token: ProgressToken,
-) -> (mpsc::UnboundedSender<String>, tokio::task::JoinHandle<()>) {
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    token: Option<ProgressToken>,
+) -> (mpsc::UnboundedSender<Notice>, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Notice>();
     let task = tokio::spawn(async move {
         let mut n = 0.0;
-        while let Some(message) = rx.recv().await {
-            n += 1.0;
-            let mut param = ProgressNotificationParam::new(token.clone(), n);
-            param.message = Some(message);
-            if let Err(e) = peer.notify_progress(param).await {
-                tracing::debug!("cannot send progress: {e}");
+        while let Some(notice) = rx.recv().await {
+            let sent = match notice {
+                Notice::Progress(message) => {
+                    let Some(token) = &token else { continue };
+                    n += 1.0;
+                    let mut param = ProgressNotificationParam::new(token.clone(), n);
+                    param.message = Some(message);
+                    peer.notify_progress(param).await
+                }
+                Notice::Log { level, tool, message } => send_log(&peer, level, tool, message).await,
+            };
+            if let Err(e) = sent {
+                tracing::debug!("cannot send a notification: {e}");
             }
         }
     });
     (tx, task)
+}
+
+#[allow(deprecated, reason = "logging is still part of the protocol revisions served here")]
+async fn send_log(
+    peer: &Peer<RoleServer>,
+    level: toolhost::LogLevel,
+    tool: String,
+    message: String,
+) -> Result<(), rmcp::service::ServiceError> {
+    use rmcp::model::{LoggingLevel as L, LoggingMessageNotificationParam};
+    use toolhost::LogLevel;
+    let level = match level {
+        LogLevel::Debug => L::Debug,
+        LogLevel::Info => L::Info,
+        LogLevel::Notice => L::Notice,
+        LogLevel::Warning => L::Warning,
+        LogLevel::Error => L::Error,
+        LogLevel::Critical => L::Critical,
+        LogLevel::Alert => L::Alert,
+        LogLevel::Emergency => L::Emergency,
+    };
+    let mut param = LoggingMessageNotificationParam::new(level, Value::String(message));
+    param.logger = Some(tool);
+    peer.notify_logging_message(param).await
 }
 
 /// The runtime's events, to the log (stderr); progress reaches clients through each call's
@@ -229,6 +269,7 @@ pub fn event_sink(metrics: Arc<Metrics>) -> toolhost::EventSink {
 fn log_event(event: &Event) {
     match event {
         Event::Progress { id, tool, message } => tracing::debug!("{tool} ({id}): {message}"),
+        Event::Log { id, tool, level, message } => tracing::debug!("{tool} ({id}) [{}]: {message}", level.as_str()),
         Event::HookFailed { id, tool, hook_event, hook, message } => {
             tracing::warn!("{hook_event} hook [{hook}] for {tool} ({id}) failed: {message}");
         }
@@ -309,6 +350,34 @@ impl PermissionDecider for ElicitDecider {
             }
         }
     }
+
+    /// A tool's own question, as a form elicitation on the call's connection; a client that
+    /// cannot be asked, or that fails to answer, cancels it.
+    async fn elicit(&self, question: &Question) -> Answer {
+        if !self.peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
+            return Answer::Cancel;
+        }
+        let params = json!({"mode": "form", "message": question.shown(), "requestedSchema": question.form});
+        let params: ElicitRequestParams = match serde_json::from_value(params) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!("{}'s question cannot be sent as an MCP form: {e}", question.tool);
+                return Answer::Cancel;
+            }
+        };
+        match self.peer.create_elicitation(params).await {
+            Ok(answer) => match (answer.action, answer.content) {
+                (ElicitationAction::Accept, Some(Value::Object(content))) => Answer::Accept(content),
+                (ElicitationAction::Accept, None) => Answer::Accept(serde_json::Map::new()),
+                (ElicitationAction::Decline, _) => Answer::Decline,
+                _ => Answer::Cancel,
+            },
+            Err(e) => {
+                tracing::warn!("{}'s question could not be put to the user: {e}", question.tool);
+                Answer::Cancel
+            }
+        }
+    }
 }
 
 /// The most `tools/call` requests of one MCP session waiting for their turn (being classified
@@ -330,6 +399,9 @@ pub struct SessionCore {
     /// Its calls being answered by the HTTP fast path, by JSON-RPC id (as JSON text), so that
     /// a `notifications/cancelled` reaches them.
     pub fast_calls: Mutex<HashMap<String, CancellationToken>>,
+    /// The least severe tool log message the client wants (`logging/setLevel`); none are sent
+    /// before it asks.
+    log_level: Mutex<Option<toolhost::LogLevel>>,
 }
 
 /// One MCP session (the stdio connection, or one HTTP session).
@@ -469,6 +541,24 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         tracing::debug!("logging/setLevel {:?}", request.level);
+        use rmcp::model::LoggingLevel as L;
+        use toolhost::LogLevel;
+        let level = match request.level {
+            L::Debug => LogLevel::Debug,
+            L::Info => LogLevel::Info,
+            L::Notice => LogLevel::Notice,
+            L::Warning => LogLevel::Warning,
+            L::Error => LogLevel::Error,
+            L::Critical => LogLevel::Critical,
+            L::Alert => LogLevel::Alert,
+            L::Emergency => LogLevel::Emergency,
+        };
+        *self.core.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(level);
+        // Log messages go out on a call's own event stream, which only rmcp's path has: this
+        // session's calls leave the HTTP fast path.
+        if let Some(id) = self.http_session.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            self.shared.http_sessions.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        }
         Ok(())
     }
 
@@ -489,12 +579,28 @@ impl ServerHandler for McpServer {
         let cancel = context.ct.clone();
         let mut options =
             CallOptions::new().cancel(cancel.clone()).decider(Arc::new(ElicitDecider { peer: context.peer.clone() }));
+        let token = context.meta.get_progress_token();
+        let log_level = *self.core.log_level.lock().unwrap_or_else(|e| e.into_inner());
         let mut forwarder = None;
-        if let Some(token) = context.meta.get_progress_token() {
-            let (tx, task) = progress_forwarder(context.peer.clone(), token);
-            options = options.progress(move |p| {
-                let _ = tx.send(p.message.to_string());
-            });
+        if token.is_some() || log_level.is_some() {
+            let (tx, task) = notice_forwarder(context.peer.clone(), token.clone());
+            if token.is_some() {
+                let tx = tx.clone();
+                options = options.progress(move |p| {
+                    let _ = tx.send(Notice::Progress(p.message.to_string()));
+                });
+            }
+            if let Some(least) = log_level {
+                options = options.log(move |l| {
+                    if l.level >= least {
+                        let _ = tx.send(Notice::Log {
+                            level: l.level,
+                            tool: l.tool.to_string(),
+                            message: l.message.to_string(),
+                        });
+                    }
+                });
+            }
             forwarder = Some(task);
         }
         let name = request.name.to_string();
