@@ -332,3 +332,45 @@ fn a_tool_whose_pool_name_a_model_api_refuses_is_left_out_and_said() {
     let names: Vec<String> = rt.remote_tools().iter().map(|t| t.info.name.clone()).collect();
     assert_eq!(names, ["mcp__srv__ok_tool"], "the dot becomes _, as Claude Code names it");
 }
+
+#[test]
+fn a_post_tool_use_hook_replaces_an_mcp_tools_output_as_in_claude_code() {
+    let Some(python) = python() else { return };
+    let hook = r#"[[hooks.post_tool_use]]
+matcher = "mcp__tracker__search"
+command = "cat > /dev/null; echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PostToolUse\",\"updatedMCPToolOutput\":\"(2 issues, titles withheld)\"}}'"
+"#;
+    let fx = Fixture::new(&python, &format!("[permissions]\nallow = [\"mcp__tracker\"]\n\n{hook}"));
+    let o = fx.run(&["call", "mcp__tracker__search", r#"{"query":"login"}"#]);
+    assert_eq!(ok(&o), "(2 issues, titles withheld)\n");
+}
+
+#[test]
+fn servers_claude_code_added_to_claude_json_serve_their_project_only() {
+    let Some(python) = python() else { return };
+    let (ws, other) = (toolhost_tests::workspace(), toolhost_tests::workspace());
+    let (state, claude) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let project = ws.path().canonicalize().unwrap().display().to_string();
+    let server = json!({
+        "type": "stdio",
+        "command": python,
+        "args": [server_script()],
+        "env": {"TRACKER_DB": state.path().join("db.txt")}
+    });
+    // Claude Code's state file: much else, and this project's server (local scope).
+    let doc = json!({"numStartups": 3, "mcpServers": {}, "projects": {project: {"mcpServers": {"tracker": server}}}});
+    fs::write(claude.path().join(".claude.json"), doc.to_string()).unwrap();
+    let tools = |dir: &Path| -> Vec<String> {
+        let o = cli::command(dir)
+            .env("TOOLHOST_STATE_DIR", state.path())
+            .env("CLAUDE_CONFIG_DIR", claude.path())
+            .stdin(Stdio::null())
+            .args(["list", "--json"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+        v["mcp_tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert!(tools(ws.path()).contains(&"mcp__tracker__search".to_string()));
+    assert!(tools(other.path()).is_empty(), "another project's servers stay out");
+}

@@ -56,6 +56,9 @@ pub enum SettingsSource {
     Flag,
     /// `.mcp.json` in the workspace: the project's MCP servers.
     McpJson,
+    /// `~/.claude.json` (or `$CLAUDE_CONFIG_DIR/.claude.json`), Claude Code's own state: the
+    /// user's MCP servers and those of this project added with `claude mcp add` (local scope).
+    ClaudeJson,
 }
 
 impl SettingsSource {
@@ -67,6 +70,7 @@ impl SettingsSource {
             SettingsSource::Local => "local settings",
             SettingsSource::Flag => "--settings",
             SettingsSource::McpJson => "project MCP servers",
+            SettingsSource::ClaudeJson => "user and local MCP servers",
         }
     }
 }
@@ -156,6 +160,8 @@ pub struct SettingsPaths {
     pub flag: Option<PathBuf>,
     /// `WORKSPACE/.mcp.json`.
     pub mcp_json: PathBuf,
+    /// `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
+    pub claude_json: Option<PathBuf>,
 }
 
 impl SettingsPaths {
@@ -168,6 +174,7 @@ impl SettingsPaths {
             local: workspace.join(".claude").join("settings.local.json"),
             flag: flag.map(Path::to_path_buf),
             mcp_json: workspace.join(".mcp.json"),
+            claude_json: config_dir.map(|d| d.join(".claude.json")).or_else(|| home.map(|h| h.join(".claude.json"))),
         }
     }
 
@@ -183,6 +190,9 @@ impl SettingsPaths {
             out.push((SettingsSource::Flag, f.clone()));
         }
         out.push((SettingsSource::McpJson, self.mcp_json.clone()));
+        if let Some(c) = &self.claude_json {
+            out.push((SettingsSource::ClaudeJson, c.clone()));
+        }
         out
     }
 }
@@ -218,6 +228,8 @@ pub struct ClaudeSettings {
     pub mcp_servers: Vec<(String, crate::McpServerConfig)>,
     /// The `.mcp.json` servers held until the workspace is trusted (their names and where).
     pub held_servers: Vec<(String, Origin)>,
+    /// `disabledMcpjsonServers`: `.mcp.json` servers never started, and where each was named.
+    pub disabled_servers: Vec<(String, Origin)>,
     /// `additionalDirectories`, absolute.
     pub additional_directories: Vec<(PathBuf, Origin)>,
     /// The `additionalDirectories` of the project and local settings, held until the
@@ -248,7 +260,6 @@ const OTHER_KEYS: &[&str] = &[
     "cleanupPeriodDays",
     "companyAnnouncements",
     "deniedMcpServers",
-    "disabledMcpjsonServers",
     "enableAllProjectMcpServers",
     "enabledMcpjsonServers",
     "enabledPlugins",
@@ -360,7 +371,8 @@ impl ClaudeSettings {
         let mut settings = ClaudeSettings::default();
         let mut errors = Vec::new();
         for (source, path) in paths.all() {
-            let bytes = match read_capped(&path) {
+            let cap = if source == SettingsSource::ClaudeJson { MAX_CLAUDE_JSON_BYTES } else { MAX_SETTINGS_BYTES };
+            let bytes = match read_capped(&path, cap) {
                 Ok(bytes) => bytes,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && source != SettingsSource::Flag => continue,
                 Err(e) => {
@@ -414,8 +426,12 @@ impl ClaudeSettings {
 /// A settings file is a few kilobytes; one larger than this is refused rather than read.
 pub const MAX_SETTINGS_BYTES: u64 = 4 << 20;
 
-/// The bytes of a settings file, at most [`MAX_SETTINGS_BYTES`].
-fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+/// `~/.claude.json` keeps Claude Code's state of every project (histories included), so it
+/// may be far larger than a settings file.
+pub const MAX_CLAUDE_JSON_BYTES: u64 = 64 << 20;
+
+/// The bytes of a settings file, at most `cap`.
+fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     // Only a regular file: a FIFO or a device (behind a link a repository may bring) would
     // block the start or never end.
@@ -423,9 +439,9 @@ fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
         return Err(std::io::Error::other("not a regular file"));
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)?.take(MAX_SETTINGS_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_SETTINGS_BYTES {
-        return Err(std::io::Error::other(format!("larger than {MAX_SETTINGS_BYTES} bytes")));
+    std::fs::File::open(path)?.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(std::io::Error::other(format!("larger than {cap} bytes")));
     }
     Ok(bytes)
 }
@@ -474,7 +490,7 @@ impl Reader<'_, '_> {
             SettingsSource::Project | SettingsSource::Local | SettingsSource::McpJson => {
                 self.opts.workspace.to_path_buf()
             }
-            SettingsSource::User | SettingsSource::Flag => {
+            SettingsSource::User | SettingsSource::Flag | SettingsSource::ClaudeJson => {
                 self.file.parent().map_or_else(|| self.opts.workspace.to_path_buf(), Path::to_path_buf)
             }
         }
@@ -495,6 +511,9 @@ impl Reader<'_, '_> {
         if self.source == SettingsSource::McpJson {
             return self.mcp_json(root);
         }
+        if self.source == SettingsSource::ClaudeJson {
+            return self.claude_json(root);
+        }
         let mut disable_hooks = false;
         if let Some(p) = root.properties.iter().find(|p| json::name(&p.name) == "disableAllHooks") {
             match &p.value {
@@ -513,6 +532,12 @@ impl Reader<'_, '_> {
                 "hooks" => self.hooks(&prop.value),
                 "env" => self.env(&prop.value),
                 "disableAllHooks" => {}
+                "disabledMcpjsonServers" => {
+                    for (name, at) in self.strings(&prop.value, "disabledMcpjsonServers") {
+                        let origin = self.at(at);
+                        self.settings.disabled_servers.push((name, origin));
+                    }
+                }
                 k if OTHER_KEYS.contains(&k) => {}
                 k => self.warn(prop.range.start, format!("unknown key {k:?}: Claude Code has no such setting")),
             }
@@ -528,23 +553,74 @@ impl Reader<'_, '_> {
                 self.warn(prop.range.start, format!("unknown key {:?} in .mcp.json", json::name(&prop.name)));
                 continue;
             }
-            let Some(servers) = self.object(&prop.value, "mcpServers") else { continue };
-            for server in &servers.properties {
-                let name = json::name(&server.name).to_string();
-                let path = format!("mcpServers.{name}");
-                let Some(fields) = self.object(&server.value, &path) else { continue };
-                if let Some(config) = self.mcp_server(&path, fields) {
-                    let origin = self.at(server.range.start);
-                    if self.gated() {
-                        self.settings.held_servers.push((name, origin));
-                    } else {
-                        self.settings
-                            .mcp_servers
-                            .push((name, crate::McpServerConfig { origin: Some(origin), ..config }));
-                    }
+            for (name, config, at) in self.servers(&prop.value, "mcpServers") {
+                let disabled = self.settings.disabled_servers.iter().find(|(n, _)| *n == name).map(|(_, o)| o.clone());
+                if let Some(where_) = disabled {
+                    self.ignore(
+                        at,
+                        format!("mcpServers.{name}"),
+                        &format!("disabledMcpjsonServers lists it ({where_})"),
+                    );
+                } else if self.gated() {
+                    let origin = self.at(at);
+                    self.settings.held_servers.push((name, origin));
+                } else {
+                    self.settings.mcp_servers.push((name, config));
                 }
             }
         }
+    }
+
+    /// The servers of an `mcpServers` object: name, config (with its origin) and offset.
+    fn servers(&mut self, value: &Value<'_>, path: &str) -> Vec<(String, crate::McpServerConfig, usize)> {
+        let Some(servers) = self.object(value, path) else { return Vec::new() };
+        let mut out = Vec::new();
+        for server in &servers.properties {
+            let name = json::name(&server.name).to_string();
+            let path = format!("{path}.{name}");
+            let Some(fields) = self.object(&server.value, &path) else { continue };
+            if let Some(config) = self.mcp_server(&path, fields) {
+                let origin = self.at(server.range.start);
+                out.push((name, crate::McpServerConfig { origin: Some(origin), ..config }, server.range.start));
+            }
+        }
+        out
+    }
+
+    /// `~/.claude.json`, Claude Code's own state file: only its MCP servers are read, the
+    /// user's (`mcpServers`) and this workspace's (`projects[WORKSPACE].mcpServers`, what
+    /// `claude mcp add` writes by default); everything else in it passes unread. The person
+    /// wrote both (it is not in the workspace), so they need no trust, but they are pinned
+    /// like every server. As in Claude Code, a local server wins over the project's
+    /// `.mcp.json` one of the same name, which wins over a user one.
+    fn claude_json(&mut self, root: &Object<'_>) {
+        let mut local = Vec::new();
+        let mut user = Vec::new();
+        for prop in &root.properties {
+            match json::name(&prop.name) {
+                "mcpServers" => user = self.servers(&prop.value, "mcpServers"),
+                "projects" => {
+                    let Value::Object(projects) = &prop.value else { continue };
+                    let workspace = self.opts.workspace;
+                    for project in projects.properties.iter().filter(|p| Path::new(json::name(&p.name)) == workspace) {
+                        let Value::Object(fields) = &project.value else { continue };
+                        for field in fields.properties.iter().filter(|f| json::name(&f.name) == "mcpServers") {
+                            let path = format!("projects[{:?}].mcpServers", json::name(&project.name));
+                            local = self.servers(&field.value, &path);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // The first of a name wins where the config takes them.
+        let project = std::mem::take(&mut self.settings.mcp_servers);
+        self.settings.mcp_servers = local
+            .into_iter()
+            .map(|(n, c, _)| (n, c))
+            .chain(project)
+            .chain(user.into_iter().map(|(n, c, _)| (n, c)))
+            .collect();
     }
 
     fn mcp_server(&mut self, path: &str, fields: &Object<'_>) -> Option<crate::McpServerConfig> {

@@ -15,6 +15,7 @@ fn file(source: SettingsSource) -> PathBuf {
         SettingsSource::Local => PathBuf::from("/w/.claude/settings.local.json"),
         SettingsSource::Flag => PathBuf::from("/etc/team/claude.json"),
         SettingsSource::McpJson => PathBuf::from("/w/.mcp.json"),
+        SettingsSource::ClaudeJson => PathBuf::from("/home/u/.claude.json"),
     }
 }
 
@@ -313,4 +314,56 @@ fn disable_bypass_is_read_with_where_it_was_written() {
     assert_eq!(s.bypass_disabled.as_ref().map(|o| o.line), Some(1));
     let bad = r#"{"permissions": {"disableBypassPermissionsMode": "yes"}}"#;
     assert!(read(&[(SettingsSource::User, bad)], false).is_err());
+}
+
+#[test]
+fn claude_json_brings_the_users_and_this_projects_servers_in_claude_codes_order() {
+    let claude_json = r#"{
+        "numStartups": 12, "oauthAccount": {"x": 1},
+        "mcpServers": {
+            "docs": {"type": "stdio", "command": "docs-user", "args": []},
+            "tracker": {"type": "http", "url": "https://user.example/mcp"}
+        },
+        "projects": {
+            "/w": {"allowedTools": [], "mcpServers": {"tracker": {"type": "stdio", "command": "tracker-local"}}},
+            "/other": {"mcpServers": {"other": {"command": "not-this-project"}}}
+        }
+    }"#;
+    let mcp_json =
+        r#"{"mcpServers": {"tracker": {"command": "tracker-project"}, "docs": {"command": "docs-project"}}}"#;
+    let s = read(&[(SettingsSource::McpJson, mcp_json), (SettingsSource::ClaudeJson, claude_json)], true).unwrap();
+    let mut config = crate::Config::default();
+    config.merge_claude(s);
+    let command =
+        |name: &str| config.mcp_servers.get(name).and_then(|s| s.command.as_ref()).map(|c| c.get_ref().clone());
+    // Local (this project in ~/.claude.json) > project (.mcp.json) > user.
+    assert_eq!(command("tracker").as_deref(), Some("tracker-local"));
+    assert_eq!(command("docs").as_deref(), Some("docs-project"));
+    assert!(!config.mcp_servers.contains_key("other"), "another project's servers stay out");
+    // Without the project's file the user's server is used; no trust is needed for it.
+    let s = read(&[(SettingsSource::ClaudeJson, claude_json)], false).unwrap();
+    let mut config = crate::Config::default();
+    config.merge_claude(s);
+    assert_eq!(command_of(&config, "docs").as_deref(), Some("docs-user"));
+    assert!(config.mcp_servers["tracker"].origin.as_ref().unwrap().file.ends_with(".claude.json"));
+    // A malformed server there is an error with its position, like any settings file.
+    let bad = r#"{"mcpServers": {"x": {"command": 3}}}"#;
+    let errors = read(&[(SettingsSource::ClaudeJson, bad)], true).unwrap_err();
+    assert!(errors[0].message.contains("mcpServers.x.command"), "{errors:?}");
+    assert_eq!(errors[0].line, 1);
+}
+
+fn command_of(config: &crate::Config, name: &str) -> Option<String> {
+    config.mcp_servers.get(name).and_then(|s| s.command.as_ref()).map(|c| c.get_ref().clone())
+}
+
+#[test]
+fn disabled_mcp_json_servers_never_start_even_in_a_trusted_workspace() {
+    let settings = r#"{"disabledMcpjsonServers": ["risky"]}"#;
+    let mcp_json = r#"{"mcpServers": {"risky": {"command": "r"}, "fine": {"command": "f"}}}"#;
+    let s = read(&[(SettingsSource::Local, settings), (SettingsSource::McpJson, mcp_json)], true).unwrap();
+    assert!(s.ignored.iter().any(|i| i.what == "mcpServers.risky" && i.why.contains("disabledMcpjsonServers")));
+    let mut config = crate::Config::default();
+    config.merge_claude(s);
+    assert_eq!(config.mcp_servers.keys().collect::<Vec<_>>(), ["fine"]);
 }

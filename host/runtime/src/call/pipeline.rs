@@ -269,6 +269,15 @@ impl Runtime {
         cx.step("hooks_after", step);
         let event = if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
         self.heard(cx, event, &post, after);
+        // Claude Code's `updatedMCPToolOutput`: for an MCP server's tool, the hook's output
+        // replaces the server's (a component's result is its own, as in Claude Code).
+        let mut result = result;
+        if let Some(output) = &post.updated_output
+            && !result.is_error
+            && matches!(cx.tool.info.kind, crate::ToolKind::Mcp { .. })
+        {
+            result.content = replaced_output(output);
+        }
         Ok((result, updates))
     }
 
@@ -495,6 +504,34 @@ fn with_notes(mut result: ToolResult, notes: &[String]) -> ToolResult {
         result.content.extend(notes.iter().map(|n| ContentBlock::Text { text: n.clone() }));
     }
     result
+}
+
+/// A hook's `updatedMCPToolOutput` as content: a string is one text block; MCP content blocks
+/// keep their text and images (base64 checked, else said as text); anything else is its JSON.
+fn replaced_output(output: &Value) -> Vec<ContentBlock> {
+    let block = |b: &Value| -> ContentBlock {
+        let field = |k: &str| b.get(k).and_then(Value::as_str);
+        match (field("type"), field("text"), field("data"), field("mimeType")) {
+            (Some("text"), Some(text), _, _) => ContentBlock::Text { text: text.to_string() },
+            (Some("image"), _, Some(data), Some(media))
+                if base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).is_ok() =>
+            {
+                ContentBlock::Image {
+                    source: crate::ImageSource {
+                        kind: "base64".into(),
+                        media_type: media.to_string(),
+                        data: data.to_string(),
+                    },
+                }
+            }
+            _ => ContentBlock::Text { text: b.to_string() },
+        }
+    };
+    match output {
+        Value::String(text) => vec![ContentBlock::Text { text: text.clone() }],
+        Value::Array(blocks) if !blocks.is_empty() => blocks.iter().map(block).collect(),
+        other => vec![ContentBlock::Text { text: other.to_string() }],
+    }
 }
 
 /// What PostToolUse hooks get as `tool_response`: the result's text when it is one text

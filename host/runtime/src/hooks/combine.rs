@@ -17,6 +17,8 @@ pub(crate) struct Combined {
     pub updated_input: Option<Value>,
     /// Every `additional_context`, in order.
     pub additional_context: Vec<String>,
+    /// The last `updated_output` (PostToolUse, MCP tools).
+    pub updated_output: Option<Value>,
     /// The first `continue: false` answer's stop reason.
     pub stop: Option<String>,
     /// Every `systemMessage`, prefixed with its source.
@@ -67,8 +69,9 @@ pub(crate) fn combine(event: HookEvent, tool: &str, responses: &[HookResponse]) 
         .map(str::to_string)
         .collect();
 
+    let updated_output = responses.iter().filter_map(|r| r.updated_output.clone()).next_back();
     let stop = responses.iter().find_map(|r| r.stop.clone());
     let system_messages =
         responses.iter().filter_map(|r| r.system_message.as_ref().map(|m| format!("[{}]: {m}", r.source))).collect();
-    Combined { decision, reason, updated_input, additional_context, stop, system_messages }
+    Combined { decision, reason, updated_input, additional_context, updated_output, stop, system_messages }
 }

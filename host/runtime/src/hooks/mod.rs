@@ -105,6 +105,9 @@ pub struct HookResponse {
     pub updated_input: Option<Value>,
     /// Text appended to the tool_result for the model.
     pub additional_context: Option<String>,
+    /// PostToolUse, for an MCP server's tool only: what the model gets instead of the tool's
+    /// output (`hookSpecificOutput.updatedMCPToolOutput`): a string, or MCP content blocks.
+    pub updated_output: Option<Value>,
     /// `continue: false`: the session stops after this call's batch (the call itself still
     /// runs unless a hook denies it, as in Claude Code), with `stopReason` or a default.
     pub stop: Option<String>,

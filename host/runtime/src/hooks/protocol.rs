@@ -56,7 +56,8 @@ pub(super) fn interpret(event: HookEvent, output: &Output) -> Result<HookRespons
 /// `hookSpecificOutput` (an object whose `hookEventName`, if present, must name `event`) gives
 /// `additionalContext` for every event, and for `PreToolUse` also `permissionDecision`
 /// (`allow`, `deny`, `ask`; `defer` leaves the decision to the rest of the flow),
-/// `permissionDecisionReason` and `updatedInput`. The older top-level `decision` is honoured
+/// `permissionDecisionReason` and `updatedInput`, and for `PostToolUse`
+/// `updatedMCPToolOutput` (applied to MCP servers' tools only). The older top-level `decision` is honoured
 /// when `permissionDecision` is absent: `block` denies (for every event) with the top-level
 /// `reason`, `approve` allows (`PreToolUse` only). `continue: false` (with `stopReason`)
 /// stops the session after the call's batch, `systemMessage` is for the person, and
@@ -78,6 +79,9 @@ pub(super) fn parse_json_output(event: HookEvent, stdout: &str) -> Result<HookRe
                 return Err(format!("returned hookEventName {name} for a {event} event"));
             }
             response.additional_context = string_field(specific, "additionalContext", "hookSpecificOutput")?;
+            if event == HookEvent::PostToolUse {
+                response.updated_output = specific.get("updatedMCPToolOutput").filter(|v| !v.is_null()).cloned();
+            }
             if event == HookEvent::PreToolUse {
                 response.decision = match string_field(specific, "permissionDecision", "hookSpecificOutput")?.as_deref()
                 {
