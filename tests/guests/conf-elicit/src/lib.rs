@@ -31,7 +31,9 @@ impl Tool for Elicitation {
         });
         let answer = session::elicit(&input.message, &form).map_err(ToolError::Failed)?;
         Ok(Output::text(match answer {
-            Answer::Accept(values) => format!("User response: action=accept, content={}", serde_json::Value::Object(values)),
+            Answer::Accept(values) => {
+                format!("User response: action=accept, content={}", serde_json::Value::Object(values))
+            }
             Answer::Decline => "User response: action=decline".to_string(),
             Answer::Cancel => "User response: action=cancel".to_string(),
         }))
