@@ -12,9 +12,13 @@
 //! - Every entry ends with a keyed BLAKE3 tag (a MAC) under a 32-byte random key kept in `<cache>/key`
 //!   (mode 0600, checked like the directory). The tag covers the entry's file name and its bytes,
 //!   so an entry can be neither edited nor moved under another component's name. An entry is
-//!   opened without following symbolic links, read whole, verified in constant time, and
-//!   deserialised from those same bytes: the file is never read twice, so it cannot change
-//!   between the check and the use. A bad entry is reported once, compiled again and rewritten.
+//!   opened without following symbolic links, mapped (read-only, private: one view of the file
+//!   the descriptor names, whatever is renamed over the path meanwhile), verified in constant
+//!   time, and deserialised from that same view (which wasmtime copies into memory of its own).
+//!   Mapping instead of reading saves copying tens of megabytes at every start; the file could
+//!   change between the check and the copy only by a write to it in place, which needs this
+//!   user's rights, and with them the key's file can be read and any entry forged anyway: no
+//!   tool can (the third defence). A bad entry is reported once, compiled again and rewritten.
 //! - A tool whose grant includes the cache directory (or a directory inside it) is refused at
 //!   load ([`Cache::grant_overlap`]): a tool that could read the key could forge entries.
 //!
@@ -148,7 +152,7 @@ impl Cache {
     /// when there is one that must not be run or cannot be used.
     fn load(&self, engine: &Engine, name: &str) -> Result<Option<Component>, String> {
         match self.read_entry(name)? {
-            Some(body) => deserialize(engine, &body)
+            Some(body) => deserialize(engine, body.body())
                 .map(Some)
                 .map_err(|e| format!("cannot use {}: {e:#}", self.dir.join(name).display())),
             None => Ok(None),
@@ -162,6 +166,7 @@ impl Cache {
             .inspect_err(|why| tracing::warn!("compile cache: {why}; loading the tool afresh"))
             .ok()
             .flatten()
+            .map(|entry| entry.body().to_vec())
     }
 
     /// Save the load record of the component with this sha256 (failure only logged).
@@ -172,11 +177,11 @@ impl Cache {
         }
     }
 
-    /// The verified body of entry `name`: `Ok(None)` when there is none, `Err` (saying why)
-    /// when there is one that fails its check.
-    fn read_entry(&self, name: &str) -> Result<Option<Vec<u8>>, String> {
+    /// The verified entry `name`: `Ok(None)` when there is none, `Err` (saying why) when there
+    /// is one that fails its check.
+    fn read_entry(&self, name: &str) -> Result<Option<Entry>, String> {
         let path = self.dir.join(name);
-        let mut file = match open_no_follow(&path) {
+        let file = match open_no_follow(&path) {
             Ok(f) => f,
             Err(rustix::io::Errno::NOENT) => return Ok(None),
             Err(rustix::io::Errno::LOOP) => {
@@ -191,8 +196,8 @@ impl Cache {
         if !meta.is_file() {
             return Err(format!("{} is not a regular file", path.display()));
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        file.read_to_end(&mut bytes).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let entry = Entry::map(&file, meta.len()).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let bytes = entry.bytes();
         let Some(body_len) = bytes.len().checked_sub(TAG_LEN) else {
             return Err(format!("{} is too short to carry an authentication tag; not run", path.display()));
         };
@@ -206,8 +211,7 @@ impl Cache {
                 path.display()
             ));
         }
-        bytes.truncate(body_len);
-        Ok(Some(bytes))
+        Ok(Some(entry))
     }
 
     /// Write `component` as entry `name`: serialised, tagged, written to a new private file in
@@ -288,9 +292,65 @@ pub(crate) fn cached(engine: &Engine, sha: &str, cache: Option<&Cache>) -> Optio
     }
 }
 
+/// An entry's bytes, mapped read-only and private (see the module's documentation); nothing
+/// is mapped for an empty file.
+struct Entry {
+    ptr: *mut std::ffi::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value alone; it is only read.
+#[allow(unsafe_code, reason = "a read-only mapping may be read from any thread")]
+unsafe impl Send for Entry {}
+
+impl Entry {
+    /// Map `len` bytes of `file` (a regular file, `len` its size).
+    #[allow(unsafe_code, reason = "mapping a file is unsafe by nature")]
+    fn map(file: &File, len: u64) -> std::io::Result<Entry> {
+        let len = usize::try_from(len).map_err(|_| std::io::Error::other("too large to map"))?;
+        if len == 0 {
+            return Ok(Entry { ptr: std::ptr::null_mut(), len: 0 });
+        }
+        use rustix::mm::{MapFlags, ProtFlags, mmap};
+        // SAFETY: a new mapping at an address the kernel chooses (no existing memory is
+        // touched), read-only and private; it lives until `drop` unmaps it, and `bytes` only
+        // lends it for the entry's lifetime. The file is this user's, in a directory only
+        // this user can write (see the module's documentation for a change in place).
+        let ptr = unsafe { mmap(std::ptr::null_mut(), len, ProtFlags::READ, MapFlags::PRIVATE, file, 0) }?;
+        Ok(Entry { ptr, len })
+    }
+
+    /// The whole entry: body and tag.
+    #[allow(unsafe_code, reason = "reading a mapping made by `map`")]
+    fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `ptr` is a live read-only mapping of `len` bytes (see `map`).
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
+    }
+
+    /// The body: the entry without its tag (only called on an entry whose tag was checked,
+    /// hence at least a tag long).
+    fn body(&self) -> &[u8] {
+        let bytes = self.bytes();
+        &bytes[..bytes.len().saturating_sub(TAG_LEN)]
+    }
+}
+
+impl Drop for Entry {
+    #[allow(unsafe_code, reason = "unmapping the mapping made by `map`")]
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: the mapping made by `map`, unmapped once; no borrow of it outlives `self`.
+            let _ = unsafe { rustix::mm::munmap(self.ptr, self.len) };
+        }
+    }
+}
+
 #[allow(unsafe_code, reason = "loading precompiled native code is unsafe by nature")]
 fn deserialize(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Component> {
-    // SAFETY: `bytes` are in memory, read once, and carry a valid keyed BLAKE3 tag under a key that
+    // SAFETY: `bytes` are an entry's mapping, read once, and carry a valid keyed BLAKE3 tag under a key that
     // only this user can read (a 0600 file in a directory only this user can write, and no tool
     // may be granted that directory), over this entry's name and these exact bytes: they are what
     // this user's toolhost serialised with `Component::serialize` for this component and an
