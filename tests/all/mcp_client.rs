@@ -374,3 +374,47 @@ fn servers_claude_code_added_to_claude_json_serve_their_project_only() {
     assert!(tools(ws.path()).contains(&"mcp__tracker__search".to_string()));
     assert!(tools(other.path()).is_empty(), "another project's servers stay out");
 }
+
+#[test]
+fn a_server_that_fails_to_start_says_why_and_joins_at_a_later_turn_once_it_answers() {
+    let Some(python) = python() else { return };
+    let ws = toolhost_tests::workspace();
+    let state = tempfile::tempdir().unwrap();
+    // Fails the first time (saying why on stderr), serves from then on.
+    let script =
+        r#"if [ -e "$MARK" ]; then exec "$PY" "$SCRIPT"; fi; touch "$MARK"; echo 'database is locked' >&2; exit 3"#;
+    let config = format!(
+        "[permissions]\nallow = [\"mcp__tracker\"]\n\n[mcp_servers.tracker]\ncommand = \"sh\"\nargs = [\"-c\", {}]\n\
+         env = {{ MARK = {:?}, PY = {:?}, SCRIPT = {:?}, TRACKER_DB = {:?} }}\nfiles = [{:?}]\n",
+        serde_json::to_string(script).unwrap(),
+        state.path().join("started-once").display().to_string(),
+        python.display().to_string(),
+        server_script().display().to_string(),
+        state.path().join("db.txt").display().to_string(),
+        server_script().parent().unwrap().display().to_string(),
+    );
+    fs::write(ws.path().join("toolhost.toml"), config).unwrap();
+    let server = ModelServer::start(vec![
+        Answer::new("tool_use").tool("s1", "mcp__tracker__search", json!({"query": "login"})).anthropic(),
+        Answer::new("tool_use").tool("s2", "mcp__tracker__search", json!({"query": "login"})).anthropic(),
+        Answer::text_only("done").anthropic(),
+    ]);
+    let o = cli::command(ws.path())
+        .env("TOOLHOST_STATE_DIR", state.path())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .stdin(Stdio::null())
+        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "triage"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    assert!(stderr(&o).contains("database is locked"), "the failed start says why: {}", stderr(&o));
+    let bodies = server.bodies();
+    let names = |i: usize| -> Vec<String> {
+        bodies[i]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert!(!names(0).contains(&"mcp__tracker__search".to_string()));
+    assert!(names(1).contains(&"mcp__tracker__search".to_string()), "joined at the next turn: {:?}", names(1));
+    let results = bodies[2]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(results[0]["content"][0]["text"], "login fails on Safari\nlogin page slow", "{results}");
+}

@@ -115,30 +115,83 @@ fn block(b: &ContentBlock) -> RemoteBlock {
 }
 
 /// Start every server of the config and put its tools in the pool. Returns what failed, each
-/// already said on stderr.
+/// already said on stderr. A server that failed is registered with no tools and tried again
+/// at every refresh of the lists (before each agent turn): one that comes up late joins then.
 pub async fn connect_all(runtime: &Runtime, config: &Config, workspace: &Path) -> Vec<String> {
     let mut errors = Vec::new();
     for (name, server) in &config.mcp_servers {
         let connected = tokio::time::timeout(CONNECT_TIMEOUT, connect(name, server, workspace)).await;
-        let (tools, server) = match connected {
-            Ok(Ok(done)) => done,
-            Ok(Err(why)) => {
-                errors.push(format!("MCP server {name}: {why}"));
+        let why = match connected {
+            Ok(Ok((tools, server))) => {
+                for e in runtime.set_remote_tools(name, tools, server) {
+                    errors.push(toolhost::error_text(&e));
+                }
                 continue;
             }
-            Err(_) => {
-                errors.push(format!("MCP server {name}: did not start and list its tools within {CONNECT_TIMEOUT:?}"));
-                continue;
-            }
+            Ok(Err(why)) => why,
+            Err(_) => format!("did not start and list its tools within {CONNECT_TIMEOUT:?}"),
         };
-        for e in runtime.set_remote_tools(name, tools, server) {
-            errors.push(toolhost::error_text(&e));
-        }
+        errors.push(format!("MCP server {name}: {why}"));
+        let pending = Pending {
+            name: name.clone(),
+            config: server.clone(),
+            workspace: workspace.to_path_buf(),
+            connected: tokio::sync::Mutex::default(),
+            why: std::sync::Mutex::new(why),
+        };
+        runtime.set_remote_tools(name, Vec::new(), Arc::new(pending));
     }
     for e in &errors {
         eprintln!("warning: {e}");
     }
     errors
+}
+
+/// How long a server that failed to start gets at each later try.
+const RETRY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A server that did not start or answer at first: until it does, it has no tools, and each
+/// refresh of the lists starts (or reaches) it again.
+struct Pending {
+    name: String,
+    config: McpServerConfig,
+    workspace: std::path::PathBuf,
+    connected: tokio::sync::Mutex<Option<Arc<Server>>>,
+    /// Why the last try failed.
+    why: std::sync::Mutex<String>,
+}
+
+#[async_trait::async_trait]
+impl RemoteServer for Pending {
+    async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String> {
+        let server = self.connected.lock().await.clone();
+        match server {
+            Some(server) => server.call(tool, input).await,
+            None => Err(format!(
+                "MCP server {} is not connected: {}",
+                self.name,
+                self.why.lock().unwrap_or_else(|e| e.into_inner())
+            )),
+        }
+    }
+
+    async fn list(&self) -> Result<Vec<RemoteTool>, String> {
+        let mut slot = self.connected.lock().await;
+        if let Some(server) = slot.as_ref() {
+            return server.list().await;
+        }
+        let tried = tokio::time::timeout(RETRY_TIMEOUT, connect(&self.name, &self.config, &self.workspace)).await;
+        let why = match tried {
+            Ok(Ok((tools, server))) => {
+                *slot = Some(server);
+                return Ok(tools);
+            }
+            Ok(Err(why)) => why,
+            Err(_) => format!("did not start and list its tools within {RETRY_TIMEOUT:?}"),
+        };
+        *self.why.lock().unwrap_or_else(|e| e.into_inner()) = why.clone();
+        Err(format!("still not connected: {why}"))
+    }
 }
 
 async fn connect(
@@ -171,11 +224,47 @@ async fn start(
     }
     // The MCP server's own bearer token is not another server's business.
     cmd.current_dir(workspace).env_remove(crate::commands::mcp::TOKEN_ENV);
-    let (transport, _stderr) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::null())
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", server.command_line().unwrap_or_default()))?;
-    Client { server: name.to_string() }.serve(transport).await.map_err(|e| format!("the MCP handshake failed: {e}"))
+    let tail = Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = stderr.map(|stderr| tokio::spawn(read_stderr(name.to_string(), stderr, tail.clone())));
+    let client = Client { server: name.to_string() };
+    match client.serve(transport).await {
+        Ok(service) => Ok(service),
+        Err(e) => {
+            // What the program said before it failed usually says why: wait a moment for it.
+            if let Some(reader) = reader {
+                let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
+            }
+            let said = tail.lock().unwrap_or_else(|e| e.into_inner()).trim().to_string();
+            let said = if said.is_empty() { String::new() } else { format!("; it said on stderr: {said}") };
+            Err(format!("the MCP handshake failed: {e}{said}"))
+        }
+    }
+}
+
+/// The most of a stdio server's stderr kept to explain a failed start.
+const STDERR_TAIL_CHARS: usize = 2000;
+
+/// A stdio server's stderr, line by line, to the log (`TOOLHOST_LOG=toolhost::mcp_server=debug`),
+/// its last [`STDERR_TAIL_CHARS`] characters kept in `tail`; until the program closes it.
+async fn read_stderr(server: String, stderr: tokio::process::ChildStderr, tail: Arc<std::sync::Mutex<String>>) {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let line: String = line.chars().take(STDERR_TAIL_CHARS).collect();
+        tracing::debug!(target: "toolhost::mcp_server", "MCP server {server} (stderr): {line}");
+        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+        tail.push_str(&line);
+        tail.push('\n');
+        let excess = tail.chars().count().saturating_sub(STDERR_TAIL_CHARS);
+        if excess > 0 {
+            let cut = tail.char_indices().nth(excess).map_or(tail.len(), |(i, _)| i);
+            tail.drain(..cut);
+        }
+    }
 }
 
 /// A streamable HTTP server: `headers` (expanded) on every request, and `Authorization:
