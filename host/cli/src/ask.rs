@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::sync::Arc;
-use toolhost::{AskAnswer, AskRequest, PermissionDecider};
+use toolhost::{Answer, AskAnswer, AskRequest, PermissionDecider, Question};
 
 /// Called around a question: hides (`true`) and restores (`false`) the live display.
 pub type Pause = Arc<dyn Fn(bool) + Send + Sync>;
@@ -47,6 +47,27 @@ impl PermissionDecider for TtyDecider {
             let _ = tx.send(prompt(&question, &session_rule));
         });
         let answer = rx.await.unwrap_or_else(|_| AskAnswer::Deny(Some("the question could not be asked".into())));
+        if let Some(pause) = &self.pause {
+            pause(false);
+        }
+        answer
+    }
+
+    /// A tool's own question: its form, field by field, on the terminal (see `form.rs`).
+    async fn elicit(&self, question: &Question) -> Answer {
+        if let Some(pause) = &self.pause {
+            pause(true);
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let question = question.clone();
+        std::thread::spawn(move || {
+            let answer = match open_tty().and_then(|tty| Ok((tty.try_clone()?, tty))) {
+                Ok((reader, mut tty)) => crate::form::fill(&question, &mut BufReader::new(reader), &mut tty),
+                Err(_) => Answer::Cancel,
+            };
+            let _ = tx.send(answer);
+        });
+        let answer = rx.await.unwrap_or(Answer::Cancel);
         if let Some(pause) = &self.pause {
             pause(false);
         }

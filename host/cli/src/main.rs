@@ -4,6 +4,7 @@ mod ask;
 mod audit;
 mod claude;
 mod commands;
+mod form;
 mod install;
 mod mcp_servers;
 mod output;

@@ -73,7 +73,11 @@ pub struct Question {
 impl Question {
     /// A tool's question, if its message and form are acceptable; `Err` says why not (to the
     /// tool).
-    pub(crate) fn new(tool_use_id: &str, tool: &str, message: String, form: &str) -> Result<Question, String> {
+    ///
+    /// # Errors
+    ///
+    /// The message is empty or too long, or the form is not JSON, too large, or not a form.
+    pub fn new(tool_use_id: &str, tool: &str, message: String, form: &str) -> Result<Question, String> {
         if message.chars().count() > MAX_QUESTION_CHARS {
             return Err(format!("the question is longer than {MAX_QUESTION_CHARS} characters"));
         }
