@@ -86,6 +86,7 @@ fn a_servers_tools_are_called_through_the_whole_pipeline() {
     assert_eq!(
         names,
         [
+            "mcp__tracker__assign",
             "mcp__tracker__boom",
             "mcp__tracker__create",
             "mcp__tracker__die",
@@ -194,7 +195,7 @@ fn a_projects_mcp_json_server_waits_for_trust_and_one_that_fails_is_reported() {
     ok(&run(&["trust"]));
     let o = run(&["list", "--json"]);
     let v: Value = serde_json::from_str(&ok(&o)).unwrap();
-    assert_eq!(v["mcp_tools"].as_array().unwrap().len(), 5, "{v}");
+    assert_eq!(v["mcp_tools"].as_array().unwrap().len(), 6, "{v}");
     let errors = v["load_errors"].to_string();
     assert!(errors.contains("MCP server broken: cannot start"), "{errors}");
 }
@@ -417,4 +418,34 @@ fn a_server_that_fails_to_start_says_why_and_joins_at_a_later_turn_once_it_answe
     assert!(names(1).contains(&"mcp__tracker__search".to_string()), "joined at the next turn: {:?}", names(1));
     let results = bodies[2]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
     assert_eq!(results[0]["content"][0]["text"], "login fails on Safari\nlogin page slow", "{results}");
+}
+
+#[test]
+fn a_servers_own_question_reaches_the_person_at_the_terminal_and_is_declined_without_one() {
+    let Some(python) = python() else { return };
+    let fx = Fixture::new(&python, "[permissions]\nallow = [\"mcp__tracker\"]\n");
+    // Output captured, nobody at a terminal: the question is declined.
+    let o = fx.run(&["call", "mcp__tracker__assign", "{}"]);
+    assert_eq!(ok(&o), "not assigned (decline)\n");
+    // A person at a (pseudo-)terminal answers the form field by field: `urgent`, then `who`.
+    let template = fx.command();
+    let line = format!("{} call mcp__tracker__assign '{{}}'", cli::binary().display());
+    let mut script = Command::new("script");
+    script.args(["-qec", &line, "/dev/null"]).current_dir(fx.ws.path());
+    for (key, value) in template.get_envs() {
+        match value {
+            Some(v) => script.env(key, v),
+            None => script.env_remove(key),
+        };
+    }
+    let mut child = script.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"yes\nada\n").unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(shown.contains("Tool mcp__tracker asks: Whom should issue #1 go to?"), "{shown}");
+    assert!(shown.contains("issue #1 assigned to ada (urgent: True)"), "{shown}");
 }

@@ -6,14 +6,16 @@ Tools:
 - `create` (writes): appends an issue to the file named by TRACKER_DB, answers its number;
 - `boom`: fails (isError), for error results;
 - `grow`: adds the tool `close` to the list, for a list that changes mid-run;
-- `die`: the server exits at once, for a server that dies mid-run.
+- `die`: the server exits at once, for a server that dies mid-run;
+- `assign`: asks the user (elicitation) whom to assign issue #1 to, answers what they said.
 """
 
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
 
 ISSUES = ["login fails on Safari", "crash when saving", "login page slow"]
 
@@ -49,6 +51,19 @@ def grow() -> str:
 @server.tool(description="Ends the server.")
 def die() -> str:
     os._exit(3)
+
+
+class Assignee(BaseModel):
+    who: str = Field(description="Who takes the issue")
+    urgent: bool = Field(default=False, description="Whether it is urgent")
+
+
+@server.tool(description="Asks the user whom to assign issue #1 to.")
+async def assign(ctx: Context) -> str:
+    answer = await ctx.elicit(message="Whom should issue #1 go to?", schema=Assignee)
+    if answer.action == "accept":
+        return f"issue #1 assigned to {answer.data.who} (urgent: {answer.data.urgent})"
+    return f"not assigned ({answer.action})"
 
 
 if __name__ == "__main__":

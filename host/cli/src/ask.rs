@@ -14,6 +14,9 @@ pub type Pause = Arc<dyn Fn(bool) + Send + Sync>;
 /// Asks on the controlling terminal.
 pub struct TtyDecider {
     pause: Option<Pause>,
+    /// One question on the terminal at a time: the runtime serialises its own, but an MCP
+    /// server's questions come from elsewhere.
+    terminal: tokio::sync::Mutex<()>,
 }
 
 impl TtyDecider {
@@ -24,7 +27,7 @@ impl TtyDecider {
         if !std::io::stderr().is_terminal() || open_tty().is_err() {
             return None;
         }
-        Some(TtyDecider { pause })
+        Some(TtyDecider { pause, terminal: tokio::sync::Mutex::new(()) })
     }
 }
 
@@ -35,6 +38,7 @@ fn open_tty() -> std::io::Result<File> {
 #[async_trait]
 impl PermissionDecider for TtyDecider {
     async fn ask(&self, request: &AskRequest) -> AskAnswer {
+        let _one_at_a_time = self.terminal.lock().await;
         let question = question(request);
         let session_rule = request.session_rule.clone();
         if let Some(pause) = &self.pause {
@@ -55,6 +59,7 @@ impl PermissionDecider for TtyDecider {
 
     /// A tool's own question: its form, field by field, on the terminal (see `form.rs`).
     async fn elicit(&self, question: &Question) -> Answer {
+        let _one_at_a_time = self.terminal.lock().await;
         if let Some(pause) = &self.pause {
             pause(true);
         }

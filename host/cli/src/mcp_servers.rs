@@ -13,13 +13,14 @@ use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ContentBlock, Implementation, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt as _};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService, ServiceExt as _};
 use rmcp::transport::TokioChildProcess;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use toolhost::{RemoteBlock, RemoteOutput, RemoteServer, RemoteTool, Runtime};
+use toolhost::{Answer, PermissionDecider, Question, RemoteBlock, RemoteOutput, RemoteServer, RemoteTool, Runtime};
 use toolhost_policy::{Config, McpServerConfig};
 
 /// How long a server may take to start and list its tools.
@@ -31,11 +32,12 @@ struct Server {
     service: RunningService<RoleClient, Client>,
 }
 
-/// toolhost's side of one connection: who it says it is, and where the server's log messages
-/// go. A server's form questions (`elicitation/create`) are declined: toolhost does not
-/// declare the capability, and no person sits behind a CI agent to answer them.
+/// toolhost's side of one connection: who it says it is, where the server's log messages go,
+/// and who answers its form questions (`elicitation/create`): the person at the terminal when
+/// there is one (then the capability is declared), else nobody and they are declined.
 struct Client {
     server: String,
+    person: Option<Arc<dyn PermissionDecider>>,
 }
 
 /// The longest log message of a server that is shown (the rest is cut).
@@ -43,12 +45,46 @@ const MAX_LOG_CHARS: usize = 2000;
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
+        // Form elicitation only when someone can answer.
+        let capabilities = match self.person {
+            Some(_) => serde_json::from_value(serde_json::json!({"elicitation": {"form": {}}})).unwrap_or_default(),
+            None => ClientCapabilities::default(),
+        };
         // The newest version that still has the `initialize` handshake rmcp's client performs.
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")).with_title("toolhost"),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    /// A form question of the server: checked like a tool's (`toolhost::Question`), put to the
+    /// person as `mcp__SERVER`'s, the answer checked against the form. A URL question, a form
+    /// toolhost refuses, or nobody to ask: declined.
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let decline = Ok(ElicitResult::new(ElicitationAction::Decline));
+        let Some(person) = &self.person else { return decline };
+        let ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } = request else {
+            return decline;
+        };
+        let form = serde_json::to_string(&requested_schema).unwrap_or_default();
+        let asker = format!("mcp__{}", self.server);
+        let question = match Question::new("mcp", &asker, message, &form) {
+            Ok(question) => question,
+            Err(why) => {
+                tracing::warn!("MCP server {}: its question is not asked: {why}", self.server);
+                return decline;
+            }
+        };
+        Ok(match person.elicit(&question).await {
+            Answer::Accept(values) => ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(values)),
+            Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            Answer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
     }
 
     #[allow(deprecated, reason = "logging leaves MCP after 2025-11-25 (SEP-2577); servers of that version still log")]
@@ -119,8 +155,9 @@ fn block(b: &ContentBlock) -> RemoteBlock {
 /// at every refresh of the lists (before each agent turn): one that comes up late joins then.
 pub async fn connect_all(runtime: &Runtime, config: &Config, workspace: &Path) -> Vec<String> {
     let mut errors = Vec::new();
+    let person = runtime.decider();
     for (name, server) in &config.mcp_servers {
-        let connected = tokio::time::timeout(CONNECT_TIMEOUT, connect(name, server, workspace)).await;
+        let connected = tokio::time::timeout(CONNECT_TIMEOUT, connect(name, server, workspace, person.clone())).await;
         let why = match connected {
             Ok(Ok((tools, server))) => {
                 for e in runtime.set_remote_tools(name, tools, server) {
@@ -136,6 +173,7 @@ pub async fn connect_all(runtime: &Runtime, config: &Config, workspace: &Path) -
             name: name.clone(),
             config: server.clone(),
             workspace: workspace.to_path_buf(),
+            person: person.clone(),
             connected: tokio::sync::Mutex::default(),
             why: std::sync::Mutex::new(why),
         };
@@ -156,6 +194,7 @@ struct Pending {
     name: String,
     config: McpServerConfig,
     workspace: std::path::PathBuf,
+    person: Option<Arc<dyn PermissionDecider>>,
     connected: tokio::sync::Mutex<Option<Arc<Server>>>,
     /// Why the last try failed.
     why: std::sync::Mutex<String>,
@@ -180,7 +219,11 @@ impl RemoteServer for Pending {
         if let Some(server) = slot.as_ref() {
             return server.list().await;
         }
-        let tried = tokio::time::timeout(RETRY_TIMEOUT, connect(&self.name, &self.config, &self.workspace)).await;
+        let tried = tokio::time::timeout(
+            RETRY_TIMEOUT,
+            connect(&self.name, &self.config, &self.workspace, self.person.clone()),
+        )
+        .await;
         let why = match tried {
             Ok(Ok((tools, server))) => {
                 *slot = Some(server);
@@ -198,10 +241,13 @@ async fn connect(
     name: &str,
     server: &McpServerConfig,
     workspace: &Path,
+    person: Option<Arc<dyn PermissionDecider>>,
 ) -> Result<(Vec<RemoteTool>, Arc<Server>), String> {
     let service = match (&server.command, &server.url) {
-        (Some(command), _) => start(name, command.get_ref(), server, workspace).await?,
-        (None, Some(url)) => reach(name, url.get_ref(), server).await?,
+        (Some(command), _) => {
+            start(Client { server: name.to_string(), person }, command.get_ref(), server, workspace).await?
+        }
+        (None, Some(url)) => reach(Client { server: name.to_string(), person }, url.get_ref(), server).await?,
         (None, None) => return Err("it has neither `command` (stdio) nor `url` (streamable HTTP)".to_string()),
     };
     let tools = listed(&service).await?;
@@ -210,7 +256,7 @@ async fn connect(
 
 /// A stdio server: its process, in the workspace, as Claude Code starts it.
 async fn start(
-    name: &str,
+    client: Client,
     command: &str,
     server: &McpServerConfig,
     workspace: &Path,
@@ -229,8 +275,7 @@ async fn start(
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", server.command_line().unwrap_or_default()))?;
     let tail = Arc::new(std::sync::Mutex::new(String::new()));
-    let reader = stderr.map(|stderr| tokio::spawn(read_stderr(name.to_string(), stderr, tail.clone())));
-    let client = Client { server: name.to_string() };
+    let reader = stderr.map(|stderr| tokio::spawn(read_stderr(client.server.clone(), stderr, tail.clone())));
     match client.serve(transport).await {
         Ok(service) => Ok(service),
         Err(e) => {
@@ -269,7 +314,11 @@ async fn read_stderr(server: String, stderr: tokio::process::ChildStderr, tail: 
 
 /// A streamable HTTP server: `headers` (expanded) on every request, and `Authorization:
 /// Bearer …` from `bearer_token_env`.
-async fn reach(name: &str, url: &str, server: &McpServerConfig) -> Result<RunningService<RoleClient, Client>, String> {
+async fn reach(
+    client: Client,
+    url: &str,
+    server: &McpServerConfig,
+) -> Result<RunningService<RoleClient, Client>, String> {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let url = expand(url)?;
@@ -285,10 +334,7 @@ async fn reach(name: &str, url: &str, server: &McpServerConfig) -> Result<Runnin
         config = config.auth_header(token);
     }
     let transport = StreamableHttpClientTransport::from_config(config);
-    Client { server: name.to_string() }
-        .serve(transport)
-        .await
-        .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))
+    client.serve(transport).await.map_err(|e| format!("the MCP handshake with {url} failed: {e}"))
 }
 
 /// `${VAR}` and `${VAR:-default}` from the environment, as Claude Code expands `.mcp.json`; an

@@ -188,6 +188,12 @@ impl Runtime {
         &self.workspace
     }
 
+    /// Who answers questions when a call brings no decider of its own (the builder's), if
+    /// anyone: e.g. the person at the terminal, whom an MCP server's own questions may reach too.
+    pub fn decider(&self) -> Option<Arc<dyn PermissionDecider>> {
+        self.decider.clone()
+    }
+
     /// The most calls of a parallel batch that run at once (`limits.max_concurrency`, or the
     /// builder's value).
     pub fn max_concurrency(&self) -> usize {
