@@ -31,6 +31,7 @@ const GUESTS: &[&str] = &[
     "trap-validate",
     "bad-example",
     "deep-input",
+    "ask-flood",
     // The tools the MCP conformance suite's server scenarios call (tests/all/conformance.rs).
     "conf-text",
     "conf-image",

@@ -105,3 +105,47 @@ async fn log_messages_reach_the_calls_receiver_and_the_events_not_the_model() {
         .collect();
     assert_eq!(logged.len(), 3, "{logged:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_cannot_ask_from_validate_flood_the_person_or_send_what_is_not_a_form() {
+    let ws = workspace();
+    let mut rt =
+        Runtime::builder().permission_mode(Mode::Bypass).engine(engine()).workspace(ws.path()).build().unwrap();
+    rt.load(ToolSource::bytes("ask-flood.wasm", guests::ASK_FLOOD)).await.unwrap();
+    let session = Session::new();
+    let person = answering(Answer::Accept(values(json!({"name": "ada"}))));
+    let call = |id: &str, input: Value| ToolUse::new(id, "AskFlood", input);
+
+    // From `validate` (no capabilities, nobody behind it): refused, and nobody was asked.
+    let r =
+        rt.call(&session, &call("v", json!({"in_validate": true})), CallOptions::new().decider(person.clone())).await;
+    assert!(
+        r.is_error
+            && r.text().contains(
+                "asked from validate: refused: a tool may ask the person questions only while it runs `call`"
+            ),
+        "{r:?}"
+    );
+    assert!(person.1.lock().unwrap().is_empty());
+
+    // Twenty questions in one call: eight reach the person, the rest are refused.
+    let r = rt.call(&session, &call("f", json!({"times": 20})), CallOptions::new().decider(person.clone())).await;
+    let text = r.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.iter().filter(|l| **l == "accept").count(), 8, "{text}");
+    assert_eq!(lines.iter().filter(|l| l.contains("at most 8 questions")).count(), 12, "{text}");
+    assert_eq!(person.1.lock().unwrap().len(), 8);
+
+    // What is not a form, or a message too long, never reaches the person.
+    let nested = json!({"type": "object", "properties": {"a": {"type": "object", "properties": {}}}});
+    let r = rt
+        .call(&session, &call("n", json!({"times": 1, "form": nested})), CallOptions::new().decider(person.clone()))
+        .await;
+    assert!(r.text().starts_with("refused: field `a`"), "{}", r.text());
+    let long = "x".repeat(5000);
+    let r = rt
+        .call(&session, &call("l", json!({"times": 1, "message": long})), CallOptions::new().decider(person.clone()))
+        .await;
+    assert!(r.text().contains("longer than 4096 characters"), "{}", r.text());
+    assert_eq!(person.1.lock().unwrap().len(), 8, "neither reached the person");
+}
