@@ -449,3 +449,39 @@ fn a_servers_own_question_reaches_the_person_at_the_terminal_and_is_declined_wit
     assert!(shown.contains("Tool mcp__tracker asks: Whom should issue #1 go to?"), "{shown}");
     assert!(shown.contains("issue #1 assigned to ada (urgent: True)"), "{shown}");
 }
+
+/// An MCP client that counts the `tools/list_changed` notifications it gets.
+#[derive(Default, Clone)]
+struct Listening(std::sync::Arc<tokio::sync::Notify>);
+
+impl rmcp::ClientHandler for Listening {
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<rmcp::service::RoleClient>) {
+        self.0.notify_one();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn toolhost_mcp_follows_a_servers_list_change_and_tells_its_clients() {
+    use rmcp::ServiceExt as _;
+    let Some(python) = python() else { return };
+    let fx = Fixture::new(&python, "[permissions]\nallow = [\"mcp__tracker\"]\n");
+    let mut command = fx.command();
+    command.arg("mcp");
+    let transport = rmcp::transport::TokioChildProcess::builder(tokio::process::Command::from(command))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+        .0;
+    let listening = Listening::default();
+    let client = listening.clone().serve(transport).await.expect("initialize");
+    let names = |tools: &[rmcp::model::Tool]| tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
+    assert!(!names(&client.list_all_tools().await.unwrap()).contains(&"mcp__tracker__close".to_string()));
+    let r = client.call_tool(rmcp::model::CallToolRequestParams::new("mcp__tracker__grow")).await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    // The tracker said its list changed: toolhost read it again and says so in turn.
+    tokio::time::timeout(std::time::Duration::from_secs(30), listening.0.notified())
+        .await
+        .expect("toolhost sent tools/list_changed");
+    assert!(names(&client.list_all_tools().await.unwrap()).contains(&"mcp__tracker__close".to_string()));
+    client.cancel().await.unwrap();
+}

@@ -5,7 +5,8 @@ Tools:
 - `search` (read-only): the issues whose title contains `query`, one per line;
 - `create` (writes): appends an issue to the file named by TRACKER_DB, answers its number;
 - `boom`: fails (isError), for error results;
-- `grow`: adds the tool `close` to the list, for a list that changes mid-run;
+- `grow`: adds the tool `close` to the list and sends `tools/list_changed`, for a list that
+  changes mid-run;
 - `die`: the server exits at once, for a server that dies mid-run;
 - `assign`: asks the user (elicitation) whom to assign issue #1 to, answers what they said.
 """
@@ -39,12 +40,13 @@ def boom() -> str:
     raise ValueError("the tracker is down")
 
 
-@server.tool(description="Adds the tool `close` to the server's list.")
-def grow() -> str:
+@server.tool(description="Adds the tool `close` to the server's list, and says so (tools/list_changed).")
+async def grow(ctx: Context) -> str:
     def close(number: int) -> str:
         return f"issue #{number} closed"
 
     server.add_tool(close, description="Close an issue.")
+    await ctx.session.send_tool_list_changed()
     return "the list has grown"
 
 

@@ -40,6 +40,11 @@ struct Client {
     person: Option<Arc<dyn PermissionDecider>>,
 }
 
+/// Set when a server says its tool list changed (`notifications/tools/list_changed`): `toolhost
+/// mcp` then reads the lists again and tells its own clients (`toolhost agent` reads them
+/// before every turn anyway).
+pub static LISTS_CHANGED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
 /// The longest log message of a server that is shown (the rest is cut).
 const MAX_LOG_CHARS: usize = 2000;
 
@@ -85,6 +90,11 @@ impl ClientHandler for Client {
             Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
             Answer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
         })
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(target: "toolhost::mcp_server", "MCP server {}: its tool list changed", self.server);
+        LISTS_CHANGED.notify_one();
     }
 
     #[allow(deprecated, reason = "logging leaves MCP after 2025-11-25 (SEP-2577); servers of that version still log")]

@@ -95,6 +95,7 @@ impl McpCommand {
         let loaded = setup::load_with(global, events.clone(), None, setup::OnWidening::AskOnTerminal).await?;
         let shared = Shared::new(global.clone(), loaded.runtime, metrics);
         let watcher = tokio::spawn(watch(shared.clone(), events));
+        let lists = tokio::spawn(follow_server_lists(shared.clone()));
         let served = match &self.http {
             None => serve_stdio(shared).await,
             Some(addr) => {
@@ -112,7 +113,20 @@ impl McpCommand {
             }
         };
         watcher.abort();
+        lists.abort();
         served.map(|()| 0)
+    }
+}
+
+/// When an MCP server toolhost uses says its tool list changed, read every server's list again
+/// and tell this server's clients (`notifications/tools/list_changed`).
+async fn follow_server_lists(shared: Arc<Shared>) {
+    loop {
+        crate::mcp_servers::LISTS_CHANGED.notified().await;
+        for e in shared.runtime().refresh_remote_tools().await {
+            tracing::warn!("{}", toolhost::error_text(&e));
+        }
+        shared.notify_tools_changed();
     }
 }
 
