@@ -60,6 +60,22 @@ impl Fixture {
         c
     }
 
+    /// `toolhost mcp` over stdio, with `handler` as its MCP client (initialized).
+    async fn mcp<H: rmcp::ClientHandler>(
+        &self,
+        handler: H,
+    ) -> rmcp::service::RunningService<rmcp::service::RoleClient, H> {
+        use rmcp::ServiceExt as _;
+        let mut command = self.command();
+        command.arg("mcp");
+        let transport = rmcp::transport::TokioChildProcess::builder(tokio::process::Command::from(command))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+            .0;
+        handler.serve(transport).await.expect("initialize")
+    }
+
     fn run(&self, args: &[&str]) -> Output {
         self.command().args(args).output().unwrap()
     }
@@ -262,17 +278,9 @@ fn an_agent_uses_one_server_over_stdio_and_another_over_http() {
 
 #[tokio::test]
 async fn toolhost_mcp_serves_a_servers_tools_beside_its_own() {
-    use rmcp::ServiceExt as _;
     let Some(python) = python() else { return };
     let fx = Fixture::new(&python, "[permissions]\nallow = [\"mcp__tracker__search\"]\n");
-    let mut command = fx.command();
-    command.arg("mcp");
-    let transport = rmcp::transport::TokioChildProcess::builder(tokio::process::Command::from(command))
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-        .0;
-    let client = ().serve(transport).await.expect("initialize");
+    let client = fx.mcp(()).await;
     let tools = client.list_all_tools().await.unwrap();
     let search = tools.iter().find(|t| t.name == "mcp__tracker__search").expect("listed");
     assert_eq!(search.annotations.as_ref().and_then(|a| a.read_only_hint), Some(true));
@@ -462,18 +470,10 @@ impl rmcp::ClientHandler for Listening {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn toolhost_mcp_follows_a_servers_list_change_and_tells_its_clients() {
-    use rmcp::ServiceExt as _;
     let Some(python) = python() else { return };
     let fx = Fixture::new(&python, "[permissions]\nallow = [\"mcp__tracker\"]\n");
-    let mut command = fx.command();
-    command.arg("mcp");
-    let transport = rmcp::transport::TokioChildProcess::builder(tokio::process::Command::from(command))
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-        .0;
     let listening = Listening::default();
-    let client = listening.clone().serve(transport).await.expect("initialize");
+    let client = fx.mcp(listening.clone()).await;
     let names = |tools: &[rmcp::model::Tool]| tools.iter().map(|t| t.name.to_string()).collect::<Vec<_>>();
     assert!(!names(&client.list_all_tools().await.unwrap()).contains(&"mcp__tracker__close".to_string()));
     let r = client.call_tool(rmcp::model::CallToolRequestParams::new("mcp__tracker__grow")).await.unwrap();
@@ -484,4 +484,17 @@ async fn toolhost_mcp_follows_a_servers_list_change_and_tells_its_clients() {
         .expect("toolhost sent tools/list_changed");
     assert!(names(&client.list_all_tools().await.unwrap()).contains(&"mcp__tracker__close".to_string()));
     client.cancel().await.unwrap();
+}
+
+#[test]
+fn a_hooks_replacement_output_is_checked_like_the_servers_own() {
+    let Some(python) = python() else { return };
+    let hook = r#"[[hooks.post_tool_use]]
+matcher = "mcp__tracker__search"
+command = "cat > /dev/null; echo '{\"hookSpecificOutput\":{\"hookEventName\":\"PostToolUse\",\"updatedMCPToolOutput\":[{\"type\":\"image\",\"data\":\"AAAA\",\"mimeType\":\"image/bmp\"}]}}'"
+"#;
+    let fx = Fixture::new(&python, &format!("[permissions]\nallow = [\"mcp__tracker\"]\n\n{hook}"));
+    let o = fx.run(&["call", "mcp__tracker__search", r#"{"query":"login"}"#]);
+    assert_exit(&o, 1);
+    assert!(stdout(&o).contains("updatedMCPToolOutput") && stdout(&o).contains("image/bmp"), "{}", stdout(&o));
 }

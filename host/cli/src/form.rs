@@ -3,6 +3,7 @@
 //! offered, its choices numbered. The answer is checked against the form before it is sent;
 //! an end of input cancels, and `!decline` at any prompt declines.
 
+use crate::setup::printable;
 use serde_json::{Map, Value};
 use std::io::{BufRead, Write};
 use toolhost::{Answer, Question};
@@ -183,12 +184,6 @@ fn plain(v: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
-}
-
-/// Text from a tool, made safe for a terminal: control characters (escape sequences that could
-/// rewrite what the person sees) are shown escaped.
-fn printable(text: &str) -> String {
-    text.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@ use crate::sandbox::fsguard::resolve_at;
 use async_trait::async_trait;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::sync::Arc;
 use toolhost_policy::{DecidedBy, Decision, Mode, Request, Rules, SubjectKind};
 
 /// A question for whoever may allow a call.
@@ -61,7 +60,8 @@ pub trait PermissionDecider: Send + Sync {
     }
 
     /// Put a tool's own question (`toolhost:session/session.elicit`, already checked) to the
-    /// person. Asked one at a time, like `ask`. Default: nobody can be asked, so
+    /// person. Unlike `ask`, questions of parallel calls may come at once: an implementation
+    /// that owns a terminal puts them one at a time itself. Default: nobody can be asked, so
     /// [`Answer::Cancel`](crate::Answer::Cancel).
     async fn elicit(&self, question: &crate::Question) -> crate::Answer {
         let _ = question;
@@ -77,7 +77,7 @@ pub(crate) struct Permissions {
     pub(crate) rules: Rules,
     /// Serialises questions, so two parallel calls never prompt at once and the second sees
     /// the first one's "always".
-    pub(crate) ask_lock: Arc<tokio::sync::Mutex<()>>,
+    pub(crate) ask_lock: tokio::sync::Mutex<()>,
 }
 
 /// The value at `pointer` in `input`, when it is a string (or a number or bool, as text).

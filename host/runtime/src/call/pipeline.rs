@@ -271,12 +271,22 @@ impl Runtime {
         self.heard(cx, event, &post, after);
         // Claude Code's `updatedMCPToolOutput`: for an MCP server's tool, the hook's output
         // replaces the server's (a component's result is its own, as in Claude Code).
+        // Mapped as the server's answer is: image types checked, `max_result_chars` and spill.
         let mut result = result;
         if let Some(output) = &post.updated_output
             && !result.is_error
             && matches!(cx.tool.info.kind, crate::ToolKind::Mcp { .. })
         {
-            result.content = replaced_output(output);
+            let limit = cx.tool.limits.max_result_chars;
+            match map_output(cx.name(), cx.id(), replaced_output(output), limit, &self.spill) {
+                Ok(mapped) => result.content = mapped.content,
+                Err(message) => {
+                    let message = format!("the PostToolUse hooks' updatedMCPToolOutput: {message}");
+                    let stop = result.stop.take();
+                    result = ToolResult::error(cx.id(), OutcomeKind::Failed, message);
+                    result.stop = stop;
+                }
+            }
         }
         Ok((result, updates))
     }
@@ -506,32 +516,30 @@ fn with_notes(mut result: ToolResult, notes: &[String]) -> ToolResult {
     result
 }
 
-/// A hook's `updatedMCPToolOutput` as content: a string is one text block; MCP content blocks
-/// keep their text and images (base64 checked, else said as text); anything else is its JSON.
-fn replaced_output(output: &Value) -> Vec<ContentBlock> {
-    let block = |b: &Value| -> ContentBlock {
+/// A hook's `updatedMCPToolOutput` as the blocks a server would have sent: a string is one
+/// text block; MCP content blocks keep their text and images (undecodable base64 is said as
+/// text); anything else is its JSON. They are then mapped like the server's own answer.
+fn replaced_output(output: &Value) -> Vec<crate::invoke::bindings::WitContentBlock> {
+    use crate::remote::RemoteBlock;
+    let block = |b: &Value| -> RemoteBlock {
         let field = |k: &str| b.get(k).and_then(Value::as_str);
         match (field("type"), field("text"), field("data"), field("mimeType")) {
-            (Some("text"), Some(text), _, _) => ContentBlock::Text { text: text.to_string() },
-            (Some("image"), _, Some(data), Some(media))
-                if base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).is_ok() =>
-            {
-                ContentBlock::Image {
-                    source: crate::ImageSource {
-                        kind: "base64".into(),
-                        media_type: media.to_string(),
-                        data: data.to_string(),
-                    },
+            (Some("text"), Some(text), _, _) => RemoteBlock::Text(text.to_string()),
+            (Some("image"), _, Some(data), Some(media)) => {
+                match base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data) {
+                    Ok(data) => RemoteBlock::Image { media_type: media.to_string(), data },
+                    Err(_) => RemoteBlock::Text(b.to_string()),
                 }
             }
-            _ => ContentBlock::Text { text: b.to_string() },
+            _ => RemoteBlock::Text(b.to_string()),
         }
     };
-    match output {
-        Value::String(text) => vec![ContentBlock::Text { text: text.clone() }],
+    let blocks = match output {
+        Value::String(text) => vec![RemoteBlock::Text(text.clone())],
         Value::Array(blocks) if !blocks.is_empty() => blocks.iter().map(block).collect(),
-        other => vec![ContentBlock::Text { text: other.to_string() }],
-    }
+        other => vec![RemoteBlock::Text(other.to_string())],
+    };
+    crate::remote::wit_blocks(crate::RemoteOutput::new(blocks, false))
 }
 
 /// What PostToolUse hooks get as `tool_response`: the result's text when it is one text

@@ -68,7 +68,6 @@ impl Runtime {
                         .clone()
                         .or_else(|| self.decider.clone())
                         .unwrap_or_else(|| Arc::new(Nobody)),
-                    lock: self.permissions.ask_lock.clone(),
                     id: cx.tool_use.id.as_str().into(),
                     tool: tool.info.name.as_str().into(),
                 }),

@@ -46,12 +46,12 @@ pub(crate) struct CallEnv {
     pub asker: Option<Asker>,
 }
 
-/// Who answers a call's questions (`session.elicit`), one question at a time across the
-/// runtime (the permission questions' lock).
+/// Who answers a call's questions (`session.elicit`). Not under the runtime's lock of permission
+/// questions: a tool could hold it for its whole timeout and stall every other session's
+/// questions; a decider that owns a terminal puts its questions one at a time itself.
 #[derive(Clone)]
 pub(crate) struct Asker {
     pub decider: Arc<dyn PermissionDecider>,
-    pub lock: Arc<tokio::sync::Mutex<()>>,
     /// The call's tool_use id and tool.
     pub id: Arc<str>,
     pub tool: Arc<str>,
@@ -312,10 +312,7 @@ impl SessionImports for HostState {
         }
         self.questions_asked += 1;
         let question = Question::new(&asker.id, &asker.tool, message, &requested_schema)?;
-        let answer = {
-            let _one_at_a_time = asker.lock.lock().await;
-            asker.decider.elicit(&question).await
-        };
+        let answer = asker.decider.elicit(&question).await;
         Ok(match answer {
             Answer::Accept(content) => {
                 let content = serde_json::Value::Object(content);
