@@ -139,6 +139,65 @@ fn a_servers_tools_are_called_through_the_whole_pipeline() {
     assert!(stdout(&o).contains("by the rule mcp__tracker__boom"), "{}", stdout(&o));
 }
 
+/// An answer larger than a client reads as one message (16 MiB) is dropped unread: the call
+/// ends at its timeout, and the server's next call is answered.
+#[test]
+fn an_oversized_answer_is_never_read_whole_and_the_server_goes_on() {
+    let Some(python) = python() else { return };
+    let fx = Fixture::new(
+        &python,
+        "[permissions]\nallow = [\"mcp__tracker\"]\n\n[tools.mcp__tracker__huge]\ntimeout_ms = 5000\n",
+    );
+    let turn = json!({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "h1", "name": "mcp__tracker__huge", "input": {}},
+        {"type": "tool_use", "id": "s1", "name": "mcp__tracker__search", "input": {"query": "crash"}},
+    ]});
+    let mut child =
+        fx.command().arg("run").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), turn.to_string().as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_exit(&o, 0);
+    let results: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let results = results["content"].as_array().unwrap();
+    assert_eq!(results[0]["is_error"], true, "{}", results[0]);
+    assert!(results[0]["content"].to_string().contains("timed out after 5000 ms"), "{}", results[0]);
+    assert_eq!(results[1]["content"][0]["text"], "crash when saving", "{}", results[1]);
+}
+
+/// A server that dies at every call is started again at the next one, five times; then it
+/// stays stopped and its calls say so, and every call still gets its result.
+#[test]
+fn a_server_that_keeps_dying_is_started_again_five_times_then_left_stopped() {
+    let Some(python) = python() else { return };
+    let fx = Fixture::new(&python, "[permissions]\nallow = [\"mcp__tracker\"]\n");
+    let calls: Vec<Value> = (0..8)
+        .map(|i| json!({"type": "tool_use", "id": format!("d{i}"), "name": "mcp__tracker__die", "input": {}}))
+        .collect();
+    let turn = json!({"role": "assistant", "content": calls});
+    let mut child =
+        fx.command().arg("run").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), turn.to_string().as_bytes()).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_exit(&o, 0);
+    let results: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let results = results["content"].as_array().unwrap();
+    assert_eq!(results.len(), 8, "{results:?}");
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r["tool_use_id"], format!("d{i}"));
+        assert_eq!(r["is_error"], true, "{r}");
+        let text = r["content"].to_string();
+        if i < 6 {
+            assert!(text.contains("MCP server tracker stopped"), "call {i}: {text}");
+        } else {
+            assert!(text.contains("stopped 6 times and is not started again"), "call {i}: {text}");
+        }
+    }
+    for n in 1..=5 {
+        assert!(stderr(&o).contains(&format!("MCP server tracker started again ({n} of 5)")), "{}", stderr(&o));
+    }
+    assert!(!stderr(&o).contains("(6 of 5)"), "{}", stderr(&o));
+}
+
 #[test]
 fn an_agent_uses_the_servers_tools_under_the_rules_and_the_audit_log_has_every_call() {
     let Some(python) = python() else { return };
@@ -169,10 +228,14 @@ fn an_agent_uses_the_servers_tools_under_the_rules_and_the_audit_log_has_every_c
     assert_eq!(first[0]["content"][0]["text"], "crash when saving");
     assert_eq!(first[1]["is_error"], true, "create is denied: {first}");
     assert_eq!(first[2]["is_error"], true, "the server's own failure: {first}");
-    // The server died: its calls get error results, and the run still finishes.
+    // The server died: the call that killed it gets an error result naming it, the run goes
+    // on, and the server is started again for the next turn.
+    let died = results(2);
+    assert_eq!(died[0]["is_error"], true, "{died}");
+    assert!(died[0]["content"].to_string().contains("MCP server tracker stopped"), "{died}");
     let after = results(3);
-    assert_eq!(after[0]["is_error"], true, "{after}");
-    assert!(after[0]["content"].to_string().contains("MCP server tracker"), "{after}");
+    assert_eq!(after[0]["content"][0]["text"], "no issue matches", "started again: {after}");
+    assert!(stderr(&o).contains("MCP server tracker started again (1 of 5)"), "{}", stderr(&o));
     assert!(!fx.db.exists(), "the denied create never reached the server");
 
     let log: Vec<Value> = fs::read_to_string(fx.ws.path().join("audit.jsonl"))
@@ -187,7 +250,8 @@ fn an_agent_uses_the_servers_tools_under_the_rules_and_the_audit_log_has_every_c
     assert_eq!(call("c1")["outcome"], "permission_denied", "{:?}", call("c1"));
     let decision = log.iter().find(|e| e["kind"] == "decision" && e["id"] == "c1").unwrap();
     assert_eq!(decision["decision"], "deny");
-    assert_ne!(call("s2")["outcome"], "success");
+    assert_ne!(call("d1")["outcome"], "success");
+    assert_eq!(call("s2")["outcome"], "success");
 }
 
 #[test]

@@ -50,6 +50,11 @@ async def grow(ctx: Context) -> str:
     return "the list has grown"
 
 
+@server.tool(description="Answers with 17 MiB of text: more than a client reads as one message.")
+def huge() -> str:
+    return "x" * (17 * 1024 * 1024)
+
+
 @server.tool(description="Ends the server.")
 def die() -> str:
     os._exit(3)

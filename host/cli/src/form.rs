@@ -13,10 +13,11 @@ const TRIES: usize = 5;
 
 /// Put `question` to the person behind `input` / `out`.
 pub fn fill(question: &Question, input: &mut impl BufRead, out: &mut impl Write) -> Answer {
-    let _ = writeln!(out, "\ntoolhost: {}", printable(&question.shown()));
-    let _ = writeln!(
+    let _ = writeln!(out);
+    say(out, &format!("toolhost: {}", question.shown()));
+    say(
         out,
-        "  (Enter keeps the [default]; `-` leaves an optional field empty; `!decline` refuses to answer; Ctrl-D cancels)"
+        "  (Enter keeps the [default]; `-` leaves an optional field empty; `!decline` refuses to answer; Ctrl-D cancels)",
     );
     let empty = Map::new();
     let fields = question.form.get("properties").and_then(Value::as_object).unwrap_or(&empty);
@@ -44,10 +45,17 @@ pub fn fill(question: &Question, input: &mut impl BufRead, out: &mut impl Write)
             _ => Answer::Cancel,
         },
         Err(why) => {
-            let _ = writeln!(out, "  {why}: not sent");
+            say(out, &format!("  {why}: not sent"));
             Answer::Cancel
         }
     }
+}
+
+/// One line to the person: everything a tool wrote (names, titles, choices, defaults, and the
+/// error messages that quote them) goes through here, made [`printable`], so that no part of
+/// a form can write an escape sequence to the terminal.
+fn say(out: &mut impl Write, line: &str) {
+    let _ = writeln!(out, "{}", printable(line));
 }
 
 enum Field {
@@ -62,23 +70,23 @@ fn ask_field(name: &str, field: &Value, required: bool, input: &mut impl BufRead
     let kind = text("type").unwrap_or("string");
     let choices = choices(field);
     let label = text("title").unwrap_or(name);
-    let _ = match text("description") {
-        Some(d) => writeln!(out, "  {} — {}", printable(label), printable(d)),
-        None => writeln!(out, "  {}", printable(label)),
-    };
+    match text("description") {
+        Some(d) => say(out, &format!("  {label} — {d}")),
+        None => say(out, &format!("  {label}")),
+    }
     if !choices.is_empty() {
         let listed: Vec<String> =
-            choices.iter().enumerate().map(|(i, (_, shown))| format!("{}) {}", i + 1, printable(shown))).collect();
-        let _ = writeln!(out, "    {}", listed.join("   "));
+            choices.iter().enumerate().map(|(i, (_, shown))| format!("{}) {shown}", i + 1)).collect();
+        say(out, &format!("    {}", listed.join("   ")));
         if kind == "array" {
-            let _ = writeln!(out, "    (several: numbers separated by commas)");
+            say(out, "    (several: numbers separated by commas)");
         }
     }
     let default = field.get("default");
     for _ in 0..TRIES {
-        let shown_default = default.map(|d| format!(" [{}]", printable(&plain(d)))).unwrap_or_default();
+        let shown_default = default.map(|d| format!(" [{}]", plain(d))).unwrap_or_default();
         let mark = if required { " (required)" } else { "" };
-        let _ = write!(out, "  {name}{mark}{shown_default}: ");
+        let _ = write!(out, "{}", printable(&format!("  {name}{mark}{shown_default}: ")));
         let _ = out.flush();
         let mut line = String::new();
         match input.read_line(&mut line) {
@@ -92,7 +100,7 @@ fn ask_field(name: &str, field: &Value, required: bool, input: &mut impl BufRead
                 Some(d) => return Field::Value(d.clone()),
                 None if !required => return Field::Omitted,
                 None => {
-                    let _ = writeln!(out, "    an answer is required");
+                    say(out, "    an answer is required");
                     continue;
                 }
             },
@@ -101,9 +109,7 @@ fn ask_field(name: &str, field: &Value, required: bool, input: &mut impl BufRead
         }
         match parse(kind, &choices, line) {
             Ok(v) => return Field::Value(v),
-            Err(why) => {
-                let _ = writeln!(out, "    {why}");
-            }
+            Err(why) => say(out, &format!("    {why}")),
         }
     }
     Field::Cancel
@@ -189,6 +195,7 @@ fn plain(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     fn question(form: Value) -> Question {
@@ -240,5 +247,82 @@ mod tests {
         let (_, shown) = answer(form, "\n");
         assert!(!shown.contains('\u{1b}'), "{shown:?}");
         assert!(shown.contains("\\u{1b}[2Jgone"), "{shown}");
+    }
+
+    /// Text a hostile tool might write: any character, with escape sequences, C1 controls,
+    /// carriage returns and bidirectional overrides made likely.
+    fn hostile() -> impl Strategy<Value = String> {
+        let c = prop_oneof![
+            3 => any::<char>(),
+            1 => Just('\u{1b}'),
+            1 => Just('\u{9b}'),
+            1 => Just('\r'),
+            1 => Just('\n'),
+            1 => Just('\u{202e}'),
+            1 => Just('\u{2066}'),
+            1 => Just('['),
+        ];
+        prop::collection::vec(c, 0..10).prop_map(String::from_iter)
+    }
+
+    /// A form field of any kind a form may have, every text in it hostile.
+    fn field() -> impl Strategy<Value = Value> {
+        let kind =
+            prop::sample::select(vec!["string", "integer", "number", "boolean", "enum", "oneOf", "many", "manyTitled"]);
+        (kind, prop::option::of(hostile()), prop::option::of(hostile()), prop::option::of(hostile()), prop::collection::vec(hostile(), 1..4))
+            .prop_map(|(kind, title, description, default, choices)| {
+                let mut f = match kind {
+                    "enum" => json!({"type": "string", "enum": choices.clone(), "enumNames": choices.iter().rev().collect::<Vec<_>>()}),
+                    "oneOf" => json!({"type": "string", "oneOf": choices.iter().map(|c| json!({"const": c, "title": c})).collect::<Vec<_>>()}),
+                    "many" => json!({"type": "array", "items": {"type": "string", "enum": choices}}),
+                    "manyTitled" => json!({"type": "array", "items": {"anyOf": choices.iter().map(|c| json!({"const": c, "title": c})).collect::<Vec<_>>()}}),
+                    other => json!({"type": other}),
+                };
+                if let Some(t) = title {
+                    f["title"] = json!(t);
+                }
+                if let Some(d) = description {
+                    f["description"] = json!(d);
+                }
+                if let Some(d) = default {
+                    f["default"] = json!(d);
+                }
+                f
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Whatever a tool puts in its form and whatever the person types, nothing reaches
+        /// the terminal that could move the cursor or reorder text, and an accepted answer
+        /// always fits the form.
+        #[test]
+        fn no_form_writes_control_characters_and_every_accepted_answer_fits(
+            message in hostile().prop_filter("a message", |m| !m.trim().is_empty()),
+            fields in prop::collection::btree_map(hostile(), field(), 1..5),
+            required in prop::collection::vec(any::<bool>(), 5),
+            typed in prop::collection::vec(prop_oneof![hostile(), Just(String::new()), Just("1".to_string()), Just("2, 1".to_string()), Just("-".to_string()), Just("yes".to_string()), Just("3.5".to_string()), Just("7".to_string())], 0..30),
+        ) {
+            let names: Vec<&String> = fields.keys().collect();
+            let required: Vec<&String> = names.iter().zip(&required).filter(|(_, r)| **r).map(|(n, _)| *n).collect();
+            let form = json!({"type": "object", "properties": fields, "required": required});
+            let Ok(question) = Question::new("toolu_1", &message, message.clone(), &form.to_string()) else {
+                return Ok(());
+            };
+            let typed: String = typed.iter().map(|l| format!("{}\n", l.replace('\n', " "))).collect();
+            let mut out = Vec::new();
+            let answer = fill(&question, &mut typed.as_bytes(), &mut out);
+            let shown = String::from_utf8(out).unwrap();
+            for c in shown.chars() {
+                let unsafe_char = (c.is_control() && c != '\n' && c != '\t')
+                    || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+                prop_assert!(!unsafe_char, "{c:?} reached the terminal: {shown:?}");
+            }
+            if let Answer::Accept(values) = answer {
+                prop_assert!(values.keys().all(|k| fields.contains_key(k)));
+                prop_assert!(question.check_answer(&Value::Object(values)).is_ok());
+            }
+        }
     }
 }

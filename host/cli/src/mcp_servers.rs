@@ -30,6 +30,22 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 struct Server {
     name: String,
     service: RunningService<RoleClient, Client>,
+    /// A stdio server's last words on stderr.
+    stderr: Option<Tail>,
+}
+
+/// The last [`STDERR_TAIL_CHARS`] characters a stdio server wrote on stderr.
+type Tail = Arc<std::sync::Mutex<String>>;
+
+impl Server {
+    /// Why the connection is gone: it stopped, with what it said last on stderr.
+    fn stopped(&self) -> String {
+        let said = self.stderr.as_ref().map(|t| t.lock().unwrap_or_else(|e| e.into_inner()).trim().to_string());
+        match said {
+            Some(said) if !said.is_empty() => format!("MCP server {} stopped; it said on stderr: {said}", self.name),
+            _ => format!("MCP server {} stopped", self.name),
+        }
+    }
 }
 
 /// toolhost's side of one connection: who it says it is, where the server's log messages go,
@@ -114,11 +130,13 @@ impl RemoteServer for Server {
     async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String> {
         let Value::Object(arguments) = input else { return Err("the input is not an object".to_string()) };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let result = self
-            .service
-            .call_tool(params)
-            .await
-            .map_err(|e| format!("{e} (is MCP server {} still running?)", self.name))?;
+        let result = self.service.call_tool(params).await.map_err(|e| match self.service.is_transport_closed() {
+            true => format!(
+                "{e}: {} (toolhost starts it again at its next call, at most {MAX_RESTARTS} times)",
+                self.stopped()
+            ),
+            false => format!("{e} (is MCP server {} still running?)", self.name),
+        })?;
         let mut content: Vec<RemoteBlock> = result.content.iter().map(block).collect();
         if content.is_empty()
             && let Some(structured) = &result.structured_content
@@ -161,33 +179,30 @@ fn block(b: &ContentBlock) -> RemoteBlock {
 }
 
 /// Start every server of the config and put its tools in the pool. Returns what failed, each
-/// already said on stderr. A server that failed is registered with no tools and tried again
-/// at every refresh of the lists (before each agent turn): one that comes up late joins then.
+/// already said on stderr. Every server is [`Supervised`]: one that failed to start is
+/// registered with no tools and tried again at every refresh of the lists (before each agent
+/// turn), and one that stops is started again at its next call or refresh.
 pub async fn connect_all(runtime: &Runtime, config: &Config, workspace: &Path) -> Vec<String> {
     let mut errors = Vec::new();
     let person = runtime.decider();
     for (name, server) in &config.mcp_servers {
-        let connected = tokio::time::timeout(CONNECT_TIMEOUT, connect(name, server, workspace, person.clone())).await;
-        let why = match connected {
-            Ok(Ok((tools, server))) => {
-                for e in runtime.set_remote_tools(name, tools, server) {
-                    errors.push(toolhost::error_text(&e));
-                }
-                continue;
-            }
-            Ok(Err(why)) => why,
-            Err(_) => format!("did not start and list its tools within {CONNECT_TIMEOUT:?}"),
-        };
-        errors.push(format!("MCP server {name}: {why}"));
-        let pending = Pending {
+        let supervised = Supervised {
             name: name.clone(),
             config: server.clone(),
             workspace: workspace.to_path_buf(),
             person: person.clone(),
-            connected: tokio::sync::Mutex::default(),
-            why: std::sync::Mutex::new(why),
+            state: tokio::sync::Mutex::new(State { server: None, why: String::new(), stops: 0 }),
         };
-        runtime.set_remote_tools(name, Vec::new(), Arc::new(pending));
+        let tools = match supervised.running(CONNECT_TIMEOUT).await {
+            Ok((_, fresh)) => fresh.unwrap_or_default(),
+            Err(why) => {
+                errors.push(format!("MCP server {name}: {why}"));
+                Vec::new()
+            }
+        };
+        for e in runtime.set_remote_tools(name, tools, Arc::new(supervised)) {
+            errors.push(toolhost::error_text(&e));
+        }
     }
     for e in &errors {
         eprintln!("warning: {e}");
@@ -195,55 +210,86 @@ pub async fn connect_all(runtime: &Runtime, config: &Config, workspace: &Path) -
     errors
 }
 
-/// How long a server that failed to start gets at each later try.
+/// How long a server that failed to start, or stopped, gets at each later try.
 const RETRY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A server that did not start or answer at first: until it does, it has no tools, and each
-/// refresh of the lists starts (or reaches) it again.
-struct Pending {
+/// How many times a server that stopped is started again; then it stays stopped (a server
+/// that crashes at every call would otherwise be restarted for ever).
+const MAX_RESTARTS: u32 = 5;
+
+/// One configured server and its connection, started when needed: at first, again at each
+/// refresh while it fails to start, and again after it stops (at most [`MAX_RESTARTS`] times).
+/// A call that was running when it stopped gets an error result and is not repeated: it may
+/// have had effects.
+struct Supervised {
     name: String,
     config: McpServerConfig,
     workspace: std::path::PathBuf,
     person: Option<Arc<dyn PermissionDecider>>,
-    connected: tokio::sync::Mutex<Option<Arc<Server>>>,
-    /// Why the last try failed.
-    why: std::sync::Mutex<String>,
+    state: tokio::sync::Mutex<State>,
+}
+
+struct State {
+    /// The connection, while there is one.
+    server: Option<Arc<Server>>,
+    /// Why there is none: the last start's failure, or how the server stopped.
+    why: String,
+    /// How many times it stopped after it had started.
+    stops: u32,
+}
+
+impl Supervised {
+    /// The running connection, and the tools it listed if it was started by this call. Started
+    /// (again) if there is none or the server stopped, within `timeout`.
+    async fn running(&self, timeout: Duration) -> Result<(Arc<Server>, Option<Vec<RemoteTool>>), String> {
+        let mut state = self.state.lock().await;
+        if let Some(server) = &state.server {
+            if !server.service.is_transport_closed() {
+                return Ok((server.clone(), None));
+            }
+            state.why = server.stopped();
+            state.server = None;
+            state.stops += 1;
+            tracing::warn!("{}", state.why);
+        }
+        if state.stops > MAX_RESTARTS {
+            return Err(format!("{}; it stopped {} times and is not started again", state.why, state.stops));
+        }
+        let tried =
+            tokio::time::timeout(timeout, connect(&self.name, &self.config, &self.workspace, self.person.clone()))
+                .await;
+        let why = match tried {
+            Ok(Ok((tools, server))) => {
+                if state.stops > 0 {
+                    eprintln!("toolhost: MCP server {} started again ({} of {MAX_RESTARTS})", self.name, state.stops);
+                }
+                state.server = Some(server.clone());
+                return Ok((server, Some(tools)));
+            }
+            Ok(Err(why)) => why,
+            Err(_) => format!("did not start and list its tools within {timeout:?}"),
+        };
+        state.why = why.clone();
+        Err(why)
+    }
 }
 
 #[async_trait::async_trait]
-impl RemoteServer for Pending {
+impl RemoteServer for Supervised {
     async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String> {
-        let server = self.connected.lock().await.clone();
-        match server {
-            Some(server) => server.call(tool, input).await,
-            None => Err(format!(
-                "MCP server {} is not connected: {}",
-                self.name,
-                self.why.lock().unwrap_or_else(|e| e.into_inner())
-            )),
-        }
+        let (server, _) = self
+            .running(RETRY_TIMEOUT)
+            .await
+            .map_err(|why| format!("MCP server {} is not connected: {why}", self.name))?;
+        server.call(tool, input).await
     }
 
     async fn list(&self) -> Result<Vec<RemoteTool>, String> {
-        let mut slot = self.connected.lock().await;
-        if let Some(server) = slot.as_ref() {
-            return server.list().await;
+        let (server, fresh) = self.running(RETRY_TIMEOUT).await.map_err(|why| format!("not connected: {why}"))?;
+        match fresh {
+            Some(tools) => Ok(tools),
+            None => server.list().await,
         }
-        let tried = tokio::time::timeout(
-            RETRY_TIMEOUT,
-            connect(&self.name, &self.config, &self.workspace, self.person.clone()),
-        )
-        .await;
-        let why = match tried {
-            Ok(Ok((tools, server))) => {
-                *slot = Some(server);
-                return Ok(tools);
-            }
-            Ok(Err(why)) => why,
-            Err(_) => format!("did not start and list its tools within {RETRY_TIMEOUT:?}"),
-        };
-        *self.why.lock().unwrap_or_else(|e| e.into_inner()) = why.clone();
-        Err(format!("still not connected: {why}"))
     }
 }
 
@@ -253,15 +299,17 @@ async fn connect(
     workspace: &Path,
     person: Option<Arc<dyn PermissionDecider>>,
 ) -> Result<(Vec<RemoteTool>, Arc<Server>), String> {
-    let service = match (&server.command, &server.url) {
+    let (service, stderr) = match (&server.command, &server.url) {
         (Some(command), _) => {
-            start(Client { server: name.to_string(), person }, command.get_ref(), server, workspace).await?
+            let client = Client { server: name.to_string(), person };
+            let (service, tail) = start(client, command.get_ref(), server, workspace).await?;
+            (service, Some(tail))
         }
-        (None, Some(url)) => reach(Client { server: name.to_string(), person }, url.get_ref(), server).await?,
+        (None, Some(url)) => (reach(Client { server: name.to_string(), person }, url.get_ref(), server).await?, None),
         (None, None) => return Err("it has neither `command` (stdio) nor `url` (streamable HTTP)".to_string()),
     };
     let tools = listed(&service).await?;
-    Ok((tools, Arc::new(Server { name: name.to_string(), service })))
+    Ok((tools, Arc::new(Server { name: name.to_string(), service, stderr })))
 }
 
 /// A stdio server: its process, in the workspace, as Claude Code starts it.
@@ -270,7 +318,7 @@ async fn start(
     command: &str,
     server: &McpServerConfig,
     workspace: &Path,
-) -> Result<RunningService<RoleClient, Client>, String> {
+) -> Result<(RunningService<RoleClient, Client>, Tail), String> {
     let mut cmd = tokio::process::Command::new(expand(command)?);
     for arg in &server.args {
         cmd.arg(expand(arg)?);
@@ -287,7 +335,7 @@ async fn start(
     let tail = Arc::new(std::sync::Mutex::new(String::new()));
     let reader = stderr.map(|stderr| tokio::spawn(read_stderr(client.server.clone(), stderr, tail.clone())));
     match client.serve(transport).await {
-        Ok(service) => Ok(service),
+        Ok(service) => Ok((service, tail)),
         Err(e) => {
             // What the program said before it failed usually says why: wait a moment for it.
             if let Some(reader) = reader {
@@ -304,12 +352,15 @@ async fn start(
 const STDERR_TAIL_CHARS: usize = 2000;
 
 /// A stdio server's stderr, line by line, to the log (`TOOLHOST_LOG=toolhost::mcp_server=debug`),
-/// its last [`STDERR_TAIL_CHARS`] characters kept in `tail`; until the program closes it.
-async fn read_stderr(server: String, stderr: tokio::process::ChildStderr, tail: Arc<std::sync::Mutex<String>>) {
+/// its last [`STDERR_TAIL_CHARS`] characters kept in `tail`; until the program closes it. A
+/// line is kept to its first [`STDERR_TAIL_CHARS`] characters as it is read: a server that
+/// writes without newlines costs no more memory than that.
+async fn read_stderr(server: String, stderr: tokio::process::ChildStderr, tail: Tail) {
     use tokio::io::AsyncBufReadExt as _;
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        let line: String = line.chars().take(STDERR_TAIL_CHARS).collect();
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut line: Vec<u8> = Vec::new();
+    let keep = |line: &[u8]| {
+        let line: String = String::from_utf8_lossy(line).chars().take(STDERR_TAIL_CHARS).collect();
         tracing::debug!(target: "toolhost::mcp_server", "MCP server {server} (stderr): {line}");
         let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
         tail.push_str(&line);
@@ -319,6 +370,26 @@ async fn read_stderr(server: String, stderr: tokio::process::ChildStderr, tail: 
             let cut = tail.char_indices().nth(excess).map_or(tail.len(), |(i, _)| i);
             tail.drain(..cut);
         }
+    };
+    loop {
+        let buf = match reader.fill_buf().await {
+            Ok(buf) if !buf.is_empty() => buf,
+            _ => break,
+        };
+        let end = buf.iter().position(|&b| b == b'\n');
+        let chunk = &buf[..end.unwrap_or(buf.len())];
+        // Four bytes per character at most: enough bytes for the characters kept.
+        let room = (STDERR_TAIL_CHARS * 4).saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = end.map_or(buf.len(), |i| i + 1);
+        reader.consume(used);
+        if end.is_some() {
+            keep(&line);
+            line.clear();
+        }
+    }
+    if !line.is_empty() {
+        keep(&line);
     }
 }
 
@@ -380,7 +451,8 @@ fn expand_with(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<St
 
 #[cfg(test)]
 mod tests {
-    use super::expand_with;
+    use super::{STDERR_TAIL_CHARS, expand_with, read_stderr};
+    use std::sync::Arc;
 
     #[test]
     fn variables_expand_as_claude_code_expands_them() {
@@ -391,5 +463,24 @@ mod tests {
         assert_eq!(expand("${SET:-d}").unwrap(), "v");
         assert!(expand("${UNSET}").unwrap_err().contains("UNSET"));
         assert_eq!(expand("plain ${").unwrap(), "plain ${");
+    }
+
+    /// A server that writes 64 MiB to stderr without a newline, then a last line: the tail that
+    /// explains a failed start is bounded, and holds the last line.
+    #[tokio::test]
+    async fn a_servers_stderr_is_kept_bounded() {
+        let mut child = tokio::process::Command::new("sh")
+            .args(["-c", "head -c 67108864 /dev/zero | tr '\\0' x >&2; echo >&2; echo 'last words' >&2"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let tail = Arc::new(std::sync::Mutex::new(String::new()));
+        read_stderr("s".into(), stderr, tail.clone()).await;
+        child.wait().await.unwrap();
+        let tail = tail.lock().unwrap().clone();
+        assert!(tail.chars().count() <= STDERR_TAIL_CHARS, "{} characters", tail.chars().count());
+        assert!(tail.ends_with("last words\n"), "{:?}", &tail[tail.len().saturating_sub(40)..]);
+        assert!(tail.starts_with('x'), "the long line's start is kept, cut");
     }
 }

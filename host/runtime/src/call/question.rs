@@ -228,6 +228,7 @@ fn check_choices(choices: &Value) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     fn ask(form: Value) -> Result<Question, String> {
@@ -274,5 +275,146 @@ mod tests {
         assert!(q.check_answer(&json!({"n": 3})).is_ok());
         assert!(q.check_answer(&json!({"n": "three"})).is_err());
         assert!(q.check_answer(&json!({})).is_err());
+    }
+
+    /// Any JSON, its object keys mostly schema keywords, so that generated forms come near
+    /// the accepted shape from every side.
+    fn json() -> impl Strategy<Value = Value> {
+        let key = prop_oneof![
+            4 => prop::sample::select(vec![
+                "type", "properties", "required", "items", "enum", "enumNames", "oneOf", "anyOf", "const",
+                "title", "default", "pattern", "$ref", "$defs", "minimum", "format", "additionalProperties",
+            ]).prop_map(str::to_string),
+            1 => "[a-z]{1,3}",
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i32>().prop_map(Value::from),
+            prop::sample::select(vec!["object", "string", "integer", "number", "boolean", "array", "a", "(", "^a+$"])
+                .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(5, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(key.clone(), inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A field near the accepted shape: a type (object included), then a few keywords of any
+    /// value, and for a multiple choice `items` that may or may not hold choices.
+    fn near_field() -> impl Strategy<Value = Value> {
+        let kind = prop::sample::select(vec!["string", "integer", "number", "boolean", "array", "object", "null"]);
+        let keyword = prop::sample::select(vec![
+            "title",
+            "description",
+            "default",
+            "enum",
+            "enumNames",
+            "oneOf",
+            "minimum",
+            "maxLength",
+            "pattern",
+            "format",
+            "properties",
+            "$ref",
+            "items",
+            "const",
+        ]);
+        let items = prop_oneof![
+            Just(json!({"type": "string", "enum": ["a", "b"]})),
+            Just(json!({"anyOf": [{"const": "a", "title": "A"}]})),
+            Just(json!({"anyOf": [{"const": "a", "title": "A", "x": 1}]})),
+            Just(json!({"type": "object", "properties": {}})),
+            json(),
+        ];
+        (kind, prop::collection::vec((keyword, json()), 0..3), prop::option::of(items)).prop_map(
+            |(kind, extra, items)| {
+                let mut field = Map::new();
+                field.insert("type".into(), json!(kind));
+                for (k, v) in extra {
+                    field.insert(k.to_string(), v);
+                }
+                if let Some(items) = items {
+                    field.insert("items".into(), items);
+                }
+                Value::Object(field)
+            },
+        )
+    }
+
+    /// A field a form may have: a primitive (maybe with choices) or a multiple choice.
+    fn good_field() -> impl Strategy<Value = Value> {
+        let kind = prop::sample::select(vec!["string", "integer", "number", "boolean"]);
+        prop_oneof![
+            (kind, prop::option::of(".{0,8}")).prop_map(|(kind, title)| match title {
+                Some(t) => json!({"type": kind, "title": t}),
+                None => json!({"type": kind}),
+            }),
+            prop::collection::vec(".{0,4}", 1..4).prop_map(|c| json!({"type": "string", "enum": c})),
+            prop::collection::vec(".{0,4}", 1..4)
+                .prop_map(|c| json!({"type": "array", "items": {"type": "string", "enum": c}, "minItems": 1})),
+            prop::collection::vec(".{0,4}", 1..4).prop_map(|c| {
+                json!({"type": "string", "oneOf": c.iter().map(|c| json!({"const": c, "title": c})).collect::<Vec<_>>()})
+            }),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Whatever a tool sends as a form, the check never panics, and what it accepts is a
+        /// flat object of primitive fields or multiple choices, at most [`MAX_FIELDS`] of them,
+        /// that can check an answer.
+        #[test]
+        fn only_flat_forms_of_primitive_fields_are_accepted(
+            body in json(),
+            fields in prop_oneof![0..6usize, 30..36usize].prop_flat_map(|n| prop::collection::btree_map(
+                "[a-z]{1,3}",
+                prop_oneof![30 => good_field(), 1 => near_field(), 1 => json()],
+                n,
+            )),
+            shape in 0..3u8,
+        ) {
+            let form = match shape {
+                0 => body,
+                1 => json!({"type": "object", "properties": body}),
+                _ => json!({"type": "object", "properties": fields}),
+            };
+            let Ok(question) = Question::new("t", "T", "?".into(), &form.to_string()) else { return Ok(()) };
+            let fields = question.form["properties"].as_object().unwrap();
+            prop_assert!(fields.len() <= MAX_FIELDS);
+            for field in fields.values() {
+                let kind = field["type"].as_str().unwrap();
+                prop_assert!(["string", "number", "integer", "boolean", "array"].contains(&kind));
+                prop_assert!(field.get("properties").is_none() && field.get("$ref").is_none());
+                if kind == "array" {
+                    let items = field["items"].as_object().unwrap();
+                    prop_assert!(items.keys().all(|k| ["type", "enum", "anyOf"].contains(&k.as_str())));
+                }
+            }
+            // Checking any answer ends with a verdict, never a panic.
+            let _ = question.check_answer(&body_or_empty(&form));
+        }
+    }
+
+    proptest! {
+        /// And the check refuses nothing MCP's forms allow: any form of allowed fields is
+        /// accepted up to [`MAX_FIELDS`] fields, and refused past it.
+        #[test]
+        fn every_form_of_allowed_fields_is_accepted_up_to_the_limit(
+            fields in prop::collection::btree_map("[a-z]{1,3}", good_field(), 0..40),
+        ) {
+            let n = fields.len();
+            let form = json!({"type": "object", "properties": fields, "required": fields.keys().take(2).collect::<Vec<_>>()});
+            let asked = Question::new("t", "T", "?".into(), &form.to_string());
+            prop_assert_eq!(asked.is_ok(), n <= MAX_FIELDS, "{} fields: {:?}", n, asked.err());
+        }
+    }
+
+    fn body_or_empty(v: &Value) -> Value {
+        v.get("properties").cloned().unwrap_or_else(|| json!({}))
     }
 }
