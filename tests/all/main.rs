@@ -36,5 +36,6 @@ mod replicas;
 mod sandbox;
 mod schema;
 mod session_interface;
+mod terminal_text;
 mod tiering;
 mod trust;

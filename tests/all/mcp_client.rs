@@ -107,6 +107,7 @@ fn a_servers_tools_are_called_through_the_whole_pipeline() {
             "mcp__tracker__create",
             "mcp__tracker__die",
             "mcp__tracker__grow",
+            "mcp__tracker__huge",
             "mcp__tracker__search"
         ]
     );
@@ -275,7 +276,7 @@ fn a_projects_mcp_json_server_waits_for_trust_and_one_that_fails_is_reported() {
     ok(&run(&["trust"]));
     let o = run(&["list", "--json"]);
     let v: Value = serde_json::from_str(&ok(&o)).unwrap();
-    assert_eq!(v["mcp_tools"].as_array().unwrap().len(), 6, "{v}");
+    assert_eq!(v["mcp_tools"].as_array().unwrap().len(), 7, "{v}");
     let errors = v["load_errors"].to_string();
     assert!(errors.contains("MCP server broken: cannot start"), "{errors}");
 }

@@ -2,6 +2,7 @@
 //! rest of this run, or deny. The question goes to `/dev/tty`, so it works while stdin carries
 //! tool_use blocks and stdout carries results.
 
+use crate::setup::printable;
 use async_trait::async_trait;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, IsTerminal, Write};
@@ -81,19 +82,23 @@ impl PermissionDecider for TtyDecider {
 }
 
 fn question(request: &AskRequest) -> String {
+    // Every part but the frame is the call's (its input, a path from it, its id): each made
+    // printable on its own, so that none can add a line to this question or redraw it.
     let what = match &request.subject {
-        Some(subject) => format!("  {}: {subject}\n", "subject"),
+        Some(subject) => format!("  {}: {}\n", "subject", printable(subject)),
         None => {
             let mut input = request.input.to_string();
             if input.chars().count() > 300 {
                 input = input.chars().take(300).collect::<String>() + "…";
             }
-            format!("  input:   {input}\n")
+            format!("  input:   {}\n", printable(&input))
         }
     };
     format!(
         "\ntoolhost: permission needed for {} ({})\n{what}  why:     {}\n",
-        request.tool, request.tool_use_id, request.reason
+        printable(&request.tool),
+        printable(&request.tool_use_id),
+        printable(&request.reason)
     )
 }
 

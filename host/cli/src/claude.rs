@@ -6,6 +6,12 @@ use toolhost_policy::claude::ClaudeSettings;
 
 static REPORTED: AtomicBool = AtomicBool::new(false);
 
+/// One line on stderr, made printable: settings files come with a cloned repository, and a
+/// JSON string's `\u001b` is a real escape character once parsed.
+macro_rules! say {
+    ($($arg:tt)*) => { eprintln!("{}", crate::setup::printable(&format!($($arg)*))) };
+}
+
 /// Print the settings' warnings (unknown keys), what they say that toolhost ignores, and the
 /// project allow rules held until the workspace is trusted; only the first time in a process.
 pub fn report_once(settings: &ClaudeSettings) {
@@ -13,14 +19,14 @@ pub fn report_once(settings: &ClaudeSettings) {
         return;
     }
     for w in &settings.warnings {
-        eprintln!("warning: {w}");
+        say!("warning: {w}");
     }
     for i in &settings.ignored {
-        eprintln!("note: {}: ignored: {} ({})", i.origin, i.what, i.why);
+        say!("note: {}: ignored: {} ({})", i.origin, i.what, i.why);
     }
     if !settings.held.is_empty() {
         let rules: Vec<&str> = settings.held.iter().map(|r| r.written.as_str()).collect();
-        eprintln!(
+        say!(
             "note: {}: {} allow rule{} of the workspace's settings apply only once this workspace is trusted (`toolhost trust`): {}",
             settings.held[0].origin.file.display(),
             rules.len(),
@@ -29,12 +35,10 @@ pub fn report_once(settings: &ClaudeSettings) {
         );
     }
     for (name, origin) in &settings.held_servers {
-        eprintln!(
-            "note: {origin}: the MCP server {name} starts only once this workspace is trusted (`toolhost trust`)"
-        );
+        say!("note: {origin}: the MCP server {name} starts only once this workspace is trusted (`toolhost trust`)");
     }
     for (dir, origin) in &settings.held_directories {
-        eprintln!(
+        say!(
             "note: {origin}: the additional directory {} applies only once this workspace is trusted (`toolhost trust`)",
             dir.display()
         );

@@ -121,9 +121,12 @@ pub fn show(i: &Inspection, granted: &[String], signer: &Signer) {
     let list = |c: &[String]| if c.is_empty() { "nothing".to_string() } else { c.join(", ") };
     let ceiling: Vec<String> = i.info.capabilities.iter().map(ToString::to_string).collect();
     crate::output::outln!("  name:        {}", i.info.name);
-    crate::output::outln!("  description: {}", i.info.description.lines().next().unwrap_or(""));
+    crate::output::outln!(
+        "  description: {}",
+        crate::setup::printable(i.info.description.lines().next().unwrap_or(""))
+    );
     if i.info.kind.describes_itself() {
-        crate::output::outln!("  ceiling:     {}", list(&ceiling));
+        crate::output::outln!("  ceiling:     {}", crate::setup::printable(&list(&ceiling)));
     } else {
         crate::output::outln!("  kind:        {} (no ceiling: the grant alone decides)", i.info.kind);
     }

@@ -109,7 +109,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors quote what others wrote (a tool's stderr, a settings file, an API's answer).
+            eprintln!("error: {}", setup::printable_lines(&format!("{e:#}")));
             ExitCode::from(EXIT_USAGE)
         }
     }

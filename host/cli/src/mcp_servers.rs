@@ -205,7 +205,7 @@ pub async fn connect_all(runtime: &Runtime, config: &Config, workspace: &Path) -
         }
     }
     for e in &errors {
-        eprintln!("warning: {e}");
+        eprintln!("warning: {}", crate::setup::printable_lines(e));
     }
     errors
 }
@@ -360,7 +360,9 @@ async fn read_stderr(server: String, stderr: tokio::process::ChildStderr, tail: 
     let mut reader = tokio::io::BufReader::new(stderr);
     let mut line: Vec<u8> = Vec::new();
     let keep = |line: &[u8]| {
+        // Made printable as it is kept: the tail reaches the terminal in warnings and errors.
         let line: String = String::from_utf8_lossy(line).chars().take(STDERR_TAIL_CHARS).collect();
+        let line = crate::setup::printable(&line);
         tracing::debug!(target: "toolhost::mcp_server", "MCP server {server} (stderr): {line}");
         let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
         tail.push_str(&line);

@@ -3,7 +3,7 @@
 //! once (the pins follow it silently); a widening one waits for a person: a yes on the terminal,
 //! or `toolhost trust`. The first start records what it finds (trust on first use).
 
-use crate::setup::{self, GlobalArgs};
+use crate::setup::{self, GlobalArgs, printable};
 use anyhow::{Context, Result};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -178,9 +178,12 @@ fn someone_to_ask() -> bool {
 fn confirm(subject: &Subject, wider: &[&Change]) -> Result<bool> {
     let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return Ok(false) };
     let mut out = &tty;
-    writeln!(out, "toolhost: {} changed since it was trusted, widening what runs on this machine:", subject.shown)?;
+    // What changed comes from files a cloned repository wrote: shown escaped, so that it
+    // cannot redraw this question.
+    let shown = printable(&subject.shown);
+    writeln!(out, "toolhost: {shown} changed since it was trusted, widening what runs on this machine:")?;
     for c in wider {
-        writeln!(out, "  - {}", c.what)?;
+        writeln!(out, "  - {}", printable(&c.what))?;
     }
     write!(out, "Trust these changes and start? [y/N] ")?;
     out.flush()?;

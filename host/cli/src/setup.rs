@@ -89,7 +89,13 @@ pub fn init_tracing(verbose: u8) {
         },
         _ => (level.into(), None),
     };
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    // No colours: they are escape sequences, and `SafeStderr` lets none through.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(|| SafeStderr)
+        .with_ansi(false)
+        .with_target(false)
+        .init();
     if let Some(message) = bad {
         eprintln!("warning: {message}");
     }
@@ -434,7 +440,7 @@ async fn build_and_load(
         .into_iter()
         .map(|e| {
             let text = toolhost::error_text(&e);
-            eprintln!("warning: {text}");
+            eprintln!("warning: {}", printable_lines(&text));
             text
         })
         .collect();
@@ -637,6 +643,34 @@ impl Traces {
     }
 }
 
+/// Text of several lines (an error that quotes a tool's stderr, say), each line made
+/// [`printable`]; the line breaks stay, carriage returns do not.
+pub(crate) fn printable_lines(s: &str) -> String {
+    s.split('\n').map(printable).collect::<Vec<_>>().join("\n")
+}
+
+/// The log's stderr: each event (one write of a formatted line) with every control character
+/// but its final newline escaped, and bidirectional overrides too. tracing-subscriber escapes
+/// ESC and C1 controls only; a carriage return, a newline or an override in a server's log
+/// message or a tool's stderr could still forge or reorder what the operator reads.
+struct SafeStderr;
+
+impl std::io::Write for SafeStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let (body, end) = match text.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (text.as_ref(), ""),
+        };
+        std::io::stderr().write_all(format!("{}{end}", printable(body)).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
 /// What a tool said, made safe for a terminal: control characters (escape sequences could
 /// move the cursor, rewrite earlier lines or fake a prompt) and bidirectional overrides are
 /// shown as `\u{…}` escapes; tabs stay.
@@ -709,10 +743,10 @@ impl Display {
         // Hook failures never block a call, so they must be visible.
         let said = match &event {
             Event::HookFailed { id, tool, hook_event, hook, message } => {
-                Some(format!("warning: {hook_event} hook [{hook}] for {tool} ({id}) failed: {message}"))
+                Some(printable(&format!("warning: {hook_event} hook [{hook}] for {tool} ({id}) failed: {message}")))
             }
             Event::HookMessage { id, tool, hook_event, message } => {
-                Some(format!("{hook_event} hook for {tool} ({id}): {}", printable(message)))
+                Some(printable(&format!("{hook_event} hook for {tool} ({id}): {message}")))
             }
             _ => None,
         };
@@ -728,15 +762,16 @@ impl Display {
         match self {
             Display::Plain { verbose } => match event {
                 Event::PermissionAsked { id, tool, answer, .. } if *verbose => {
-                    eprintln!("permission {tool} ({id}): {answer}")
+                    eprintln!("{}", printable(&format!("permission {tool} ({id}): {answer}")))
                 }
-                Event::Progress { tool, message, .. } => eprintln!("{tool}: {}", printable(&message)),
+                Event::Progress { tool, message, .. } => eprintln!("{}", printable(&format!("{tool}: {message}"))),
                 Event::Log { tool, level, message, .. } if *verbose || level >= toolhost::LogLevel::Warning => {
-                    eprintln!("{tool} [{}]: {}", level.as_str(), printable(&message))
+                    eprintln!("{}", printable(&format!("{tool} [{}]: {message}", level.as_str())))
                 }
-                Event::Start { id, tool } if *verbose => eprintln!("start {tool} ({id})"),
+                Event::Start { id, tool } if *verbose => eprintln!("{}", printable(&format!("start {tool} ({id})"))),
                 Event::Finish { id, tool, outcome, duration_ms, trace, .. } if *verbose => {
-                    eprintln!("finish {tool} ({id}): {outcome} in {:.1} ms", duration_ms.as_secs_f64() * 1000.0);
+                    let ms = duration_ms.as_secs_f64() * 1000.0;
+                    eprintln!("{}", printable(&format!("finish {tool} ({id}): {outcome} in {ms:.1} ms")));
                     for line in trace_lines(&trace) {
                         eprintln!("{line}");
                     }
@@ -748,7 +783,7 @@ impl Display {
                 match event {
                     Event::Start { id, tool } => {
                         let bar = bars.add(indicatif::ProgressBar::new_spinner());
-                        bar.set_prefix(format!("{tool} ({id})"));
+                        bar.set_prefix(printable(&format!("{tool} ({id})")));
                         bar.set_style(
                             indicatif::ProgressStyle::with_template("{spinner} {prefix} {elapsed} {wide_msg}")
                                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
@@ -757,12 +792,12 @@ impl Display {
                         running.insert(id, bar);
                     }
                     Event::Log { tool, level, message, .. } if *verbose || level >= toolhost::LogLevel::Warning => {
-                        let _ = bars.println(format!("{tool} [{}]: {}", level.as_str(), printable(&message)));
+                        let _ = bars.println(printable(&format!("{tool} [{}]: {message}", level.as_str())));
                     }
                     Event::Progress { id, tool, message } => match running.get(&id) {
                         Some(bar) => bar.set_message(printable(&message)),
                         None => {
-                            let _ = bars.println(format!("{tool}: {}", printable(&message)));
+                            let _ = bars.println(printable(&format!("{tool}: {message}")));
                         }
                     },
                     Event::Finish { id, tool, outcome, duration_ms, trace, .. } => {
@@ -771,10 +806,8 @@ impl Display {
                             bars.remove(&bar);
                         }
                         let mark = if outcome == toolhost::OutcomeKind::Success { "✓" } else { "✗" };
-                        let _ = bars.println(format!(
-                            "{mark} {tool} ({id}): {outcome} in {:.1} ms",
-                            duration_ms.as_secs_f64() * 1000.0
-                        ));
+                        let ms = duration_ms.as_secs_f64() * 1000.0;
+                        let _ = bars.println(printable(&format!("{mark} {tool} ({id}): {outcome} in {ms:.1} ms")));
                         if *verbose {
                             for line in trace_lines(&trace) {
                                 let _ = bars.println(line);

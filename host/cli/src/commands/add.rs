@@ -99,7 +99,7 @@ impl AddCommand {
             );
             crate::output::outln!("Replacing the embedded tool {name}; its capabilities against this one's:");
             for line in diff.render().lines() {
-                crate::output::outln!("{line}");
+                crate::output::outln!("{}", crate::setup::printable(line));
             }
             if !c.inspection.info.read_only && old.info.read_only {
                 crate::output::outln!("  read-only: yes → no (rules for read-only tools no longer cover it)");

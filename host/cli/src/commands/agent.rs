@@ -9,6 +9,7 @@ use crate::output::outln;
 use crate::setup::{self, GlobalArgs};
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -146,9 +147,13 @@ impl AgentCommand {
         let cancel = setup::cancel_on_signal();
         let outcome = agent.run(&Session::new(), &prompt, &cancel).await?;
         if !outcome.text.is_empty() {
-            outln!("{}", outcome.text);
+            // The model's words as they are for a pipe; at a terminal, no escape sequences.
+            match std::io::stdout().is_terminal() {
+                true => outln!("{}", setup::printable_lines(&outcome.text)),
+                false => outln!("{}", outcome.text),
+            }
         }
-        eprintln!("{}", outcome.summary());
+        eprintln!("{}", setup::printable_lines(&outcome.summary()));
         Ok(outcome.stop.exit_code())
     }
 
@@ -188,13 +193,9 @@ impl Observer for Progress {
             input = input.chars().take(100).collect::<String>() + "…";
         }
         let mark = if result.is_error { "✗" } else { "✓" };
-        eprintln!(
-            "{mark} {} ({}) {input}: {} in {:.1} ms",
-            call.name,
-            call.id,
-            result.outcome,
-            elapsed.as_secs_f64() * 1000.0
-        );
+        let ms = elapsed.as_secs_f64() * 1000.0;
+        let line = format!("{mark} {} ({}) {input}: {} in {ms:.1} ms", call.name, call.id, result.outcome);
+        eprintln!("{}", setup::printable(&line));
     }
 
     fn retrying(&self, notice: &RetryNotice) {

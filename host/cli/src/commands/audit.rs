@@ -119,7 +119,7 @@ impl Summary {
             }
             outln!("{title}:");
             for (key, n) in map {
-                outln!("  {n:>6}  {key}");
+                outln!("  {n:>6}  {}", crate::setup::printable(key));
             }
         }
         if !self.tampering.is_empty() {

@@ -74,8 +74,13 @@ impl CallCommand {
         if self.json {
             crate::output::outln!("{}", serde_json::to_string(&result)?);
         } else {
+            // The tool's words as they are for a pipe; at a terminal, no escape sequences.
+            let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
             for block in &result.content {
                 match block {
+                    ContentBlock::Text { text } if terminal => {
+                        crate::output::outln!("{}", setup::printable_lines(text))
+                    }
                     ContentBlock::Text { text } => crate::output::outln!("{text}"),
                     ContentBlock::Image { source } => {
                         crate::output::outln!("[image {} ({} base64 characters)]", source.media_type, source.data.len())

@@ -112,10 +112,13 @@ impl InspectCommand {
         }
         crate::output::outln!("signer:      {signer}");
         crate::output::outln!("read-only:   {}", i.info.read_only);
-        crate::output::outln!("subject:     {}", i.info.permission_subject.as_deref().unwrap_or("(none)"));
+        crate::output::outln!(
+            "subject:     {}",
+            crate::setup::printable(i.info.permission_subject.as_deref().unwrap_or("(none)"))
+        );
         let ceiling: Vec<String> = i.info.capabilities.iter().map(ToString::to_string).collect();
         if i.info.kind.describes_itself() {
-            crate::output::outln!("ceiling:     {}", list_or(&ceiling, "nothing"));
+            crate::output::outln!("ceiling:     {}", crate::setup::printable(&list_or(&ceiling, "nothing")));
         } else {
             crate::output::outln!("ceiling:     none (the grant alone decides)");
         }
@@ -135,13 +138,16 @@ impl InspectCommand {
             crate::output::outln!("  {name}");
         }
         for refused in &i.refused {
-            crate::output::outln!("refused:     {refused}");
+            crate::output::outln!("refused:     {}", crate::setup::printable(&refused.to_string()));
         }
         for tool in &i.tools {
             if i.tools.len() > 1 {
                 crate::output::outln!("\ntool {} ({}):", tool.name, tool.kind);
             }
-            crate::output::outln!("description:\n  {}", tool.description.replace('\n', "\n  "));
+            crate::output::outln!(
+                "description:\n  {}",
+                crate::setup::printable_lines(&tool.description).replace('\n', "\n  ")
+            );
             crate::output::outln!("input schema:\n{}", serde_json::to_string_pretty(&tool.input_schema)?);
         }
         Ok(0)

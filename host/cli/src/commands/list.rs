@@ -158,9 +158,9 @@ impl ListCommand {
                 };
                 crate::output::outln!("\n{} ({kind}{access}, {})", t.info.name, t.origin);
                 let first = t.info.description.lines().next().unwrap_or("");
-                crate::output::outln!("  {first}");
+                crate::output::outln!("  {}", crate::setup::printable(first));
                 if t.info.kind.describes_itself() {
-                    crate::output::outln!("  ceiling: {}", caps(&t.info.capabilities));
+                    crate::output::outln!("  ceiling: {}", crate::setup::printable(&caps(&t.info.capabilities)));
                 } else {
                     crate::output::outln!("  schema: from {}", t.info.kind.schema_from());
                     crate::output::outln!("  ceiling: none (the grant alone decides)");
@@ -170,7 +170,7 @@ impl ListCommand {
                     crate::output::outln!("  signer: {signer}");
                 }
                 for warning in &t.warnings {
-                    crate::output::outln!("  warning: {warning}");
+                    crate::output::outln!("  warning: {}", crate::setup::printable(&warning.to_string()));
                 }
             }
             let names: Vec<&str> = rt.tools().map(|t| t.info.name.as_str()).collect();
@@ -181,7 +181,7 @@ impl ListCommand {
                     t.origin,
                     if t.info.read_only { "read-only" } else { "read-write" }
                 );
-                crate::output::outln!("  {}", t.info.description.lines().next().unwrap_or(""));
+                crate::output::outln!("  {}", crate::setup::printable(t.info.description.lines().next().unwrap_or("")));
                 crate::output::outln!("  runs outside the sandbox: the server does what it is able to");
             }
             let mut names = names;

@@ -53,7 +53,8 @@ impl RunCommand {
             .run_turn(&session, rx, CallOptions::new().cancel(cancel.clone()), |r| {
                 // `continue: false`: the caller's loop should end after this turn.
                 if let Some(reason) = &r.stop {
-                    eprintln!("toolhost run: a hook stopped the session after this turn ({}): {reason}", r.tool_use_id);
+                    let said = format!("a hook stopped the session after this turn ({}): {reason}", r.tool_use_id);
+                    eprintln!("toolhost run: {}", setup::printable(&said));
                 }
                 if jsonl {
                     match serde_json::to_string(&r) {

@@ -4,7 +4,7 @@
 
 use crate::output::outln;
 use crate::pins::{self, Subject};
-use crate::setup::{self, GlobalArgs};
+use crate::setup::{self, GlobalArgs, printable};
 use anyhow::Result;
 use clap::Args;
 use toolhost::pins::Pins;
@@ -42,7 +42,7 @@ impl TrustCommand {
                     } else {
                         outln!("changed since then:");
                         for c in &changes {
-                            outln!("  {} {}", if c.widens { "widens: " } else { "narrows:" }, c.what);
+                            outln!("  {} {}", if c.widens { "widens: " } else { "narrows:" }, printable(&c.what));
                         }
                     }
                 }
@@ -61,7 +61,7 @@ impl TrustCommand {
         // What is accepted, so that the person sees it once more.
         if let Ok(Some(p)) = &trusted {
             for c in toolhost::pins::changes(p, &current) {
-                outln!("accepted: {}", c.what);
+                outln!("accepted: {}", printable(&c.what));
             }
         }
         current.workspace_trusted = true;
@@ -89,14 +89,14 @@ fn show(p: &Pins, subject: &Subject) {
     outln!("  mode:       {}", s.mode);
     for (kind, rules) in [("allow", &s.allow), ("ask", &s.ask), ("deny", &s.deny), ("protected", &s.protected)] {
         if !rules.is_empty() {
-            outln!("  {kind:<10}  {}", rules.iter().cloned().collect::<Vec<_>>().join(", "));
+            outln!("  {kind:<10}  {}", printable(&rules.iter().cloned().collect::<Vec<_>>().join(", ")));
         }
     }
     for h in &s.hooks {
-        outln!("  hook:       {} matcher {:?} [{}]", h.event, h.matcher, h.command);
+        outln!("  hook:       {} matcher {:?} [{}]", h.event, h.matcher, printable(&h.command));
     }
     for (file, digest) in &p.files {
-        outln!("  file:       {} {digest}", pins::shown(file, subject));
+        outln!("  file:       {} {digest}", printable(&pins::shown(file, subject)));
     }
     for (tool, g) in &s.grants {
         outln!(

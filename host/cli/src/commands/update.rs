@@ -179,8 +179,10 @@ impl UpdateCommand {
                 }
                 None => crate::output::outln!("  signer: {}", c.signer),
             }
+            // The component's own words (its ceiling) are in the diff: escaped, so that they
+            // cannot redraw the question below.
             for line in diff.render().lines() {
-                crate::output::outln!("{line}");
+                crate::output::outln!("{}", crate::setup::printable(line));
             }
             if let Some(note) = &policy_note {
                 crate::output::outln!("{note}");

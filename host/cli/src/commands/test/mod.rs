@@ -122,7 +122,8 @@ impl TestCommand {
         if self.json {
             crate::output::outln!("{}", serde_json::to_string_pretty(&report)?);
         } else {
-            crate::output::outln!("{}", report.text().trim_end());
+            // Findings quote what the component said (panics, stderr, `validate`'s refusals).
+            crate::output::outln!("{}", crate::setup::printable_lines(report.text().trim_end()));
         }
         Ok(if report.errors > 0 { crate::EXIT_TOOL_ERROR } else { 0 })
     }
