@@ -563,3 +563,104 @@ command = "cat > /dev/null; echo '{\"hookSpecificOutput\":{\"hookEventName\":\"P
     assert_exit(&o, 1);
     assert!(stdout(&o).contains("updatedMCPToolOutput") && stdout(&o).contains("image/bmp"), "{}", stdout(&o));
 }
+
+#[test]
+fn what_a_server_says_of_its_tools_is_bounded_before_it_joins_the_pool() {
+    let ws = toolhost_tests::workspace();
+    let rt = toolhost::Runtime::builder().engine(toolhost_tests::engine()).workspace(ws.path()).build().unwrap();
+    let schema = json!({"type": "object"});
+    let huge_schema = json!({"type": "object", "description": "s".repeat(toolhost::MAX_MCP_SCHEMA_BYTES)});
+    let long = format!("{}tail", "é".repeat(toolhost::MAX_MCP_DESCRIPTION_CHARS));
+    let mut tools = vec![
+        toolhost::RemoteTool::new("wordy", long, schema.clone(), true),
+        toolhost::RemoteTool::new("heavy", "d", huge_schema, true),
+        toolhost::RemoteTool::new("a.b", "first", schema.clone(), true),
+        toolhost::RemoteTool::new("a_b", "second, the same name once cleaned", schema.clone(), true),
+    ];
+    tools.extend(
+        (0..toolhost::MAX_MCP_TOOLS_PER_SERVER)
+            .map(|i| toolhost::RemoteTool::new(format!("t{i}"), "d", schema.clone(), true)),
+    );
+    let errors: Vec<String> = rt
+        .set_remote_tools("srv", tools, std::sync::Arc::new(Silent))
+        .iter()
+        .map(|e| toolhost::error_text(e))
+        .collect();
+    let said = errors.join("\n");
+    assert!(said.contains("more than 1000 tools (1004 read)"), "{said}");
+    assert!(said.contains("tool heavy: its input schema is"), "{said}");
+    assert!(said.contains("tool a_b: the name mcp__srv__a_b is taken by this server's tool a.b"), "{said}");
+    assert_eq!(errors.len(), 3, "{said}");
+    let pool = rt.remote_tools();
+    // 1,000 offered: the first 1,000 listed but the two refused.
+    assert_eq!(pool.len(), toolhost::MAX_MCP_TOOLS_PER_SERVER - 2);
+    let wordy = pool.iter().find(|t| t.info.name == "mcp__srv__wordy").unwrap();
+    assert_eq!(wordy.info.description, format!("{}… [truncated]", "é".repeat(toolhost::MAX_MCP_DESCRIPTION_CHARS)));
+    assert_eq!(pool.iter().find(|t| t.info.name == "mcp__srv__a_b").unwrap().info.description, "first");
+
+    // Another server whose name cleans to the same cannot take a tool's name over.
+    let x = || vec![toolhost::RemoteTool::new("x", "d", json!({"type": "object"}), true)];
+    assert!(rt.set_remote_tools("my.srv", x(), std::sync::Arc::new(Silent)).is_empty());
+    let errors = rt.set_remote_tools("my_srv", x(), std::sync::Arc::new(Silent));
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        toolhost::error_text(&errors[0]).contains("the name mcp__my_srv__x is taken by a tool of MCP server my.srv"),
+        "{errors:?}"
+    );
+    let x = rt.remote_tools().into_iter().find(|t| t.info.name == "mcp__my_srv__x").unwrap();
+    assert!(matches!(&x.origin, toolhost::Origin::Mcp(s) if s == "my.srv"), "{:?}", x.origin);
+}
+
+/// A workspace whose config runs tests/mcp/hostile_server.py `mode` (plain JSON-RPC, no SDK)
+/// as MCP server `h`, its tools allowed.
+fn hostile(mode: &str) -> tempfile::TempDir {
+    let ws = toolhost_tests::workspace();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/hostile_server.py").canonicalize().unwrap();
+    let config = format!(
+        "[permissions]\nallow = [\"mcp__h\"]\n\n[mcp_servers.h]\ncommand = \"python3\"\nargs = [{:?}, {mode:?}]\n",
+        script.display().to_string()
+    );
+    fs::write(ws.path().join("toolhost.toml"), config).unwrap();
+    ws
+}
+
+#[test]
+fn a_server_that_lists_for_ever_is_read_up_to_a_bound_and_its_tools_still_work() {
+    for (mode, tools, said) in [
+        ("endless", 1000, "tools/list not read to its end (more tools than are kept, after 41 pages and 1025 tools)"),
+        ("pages", 0, "tools/list not read to its end (the most pages read, after 100 pages and 0 tools)"),
+        ("loop", 1, "tools/list not read to its end (a cursor it sent before, after 2 pages and 2 tools)"),
+    ] {
+        let ws = hostile(mode);
+        let o = cli::run(ws.path(), &["list", "--json"]);
+        let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+        assert_eq!(v["mcp_tools"].as_array().unwrap().len(), tools, "{mode}");
+        assert!(stderr(&o).contains(said), "{mode}: {}", stderr(&o));
+    }
+    let o = cli::run(hostile("endless").path(), &["list", "--json"]);
+    assert!(stderr(&o).contains("more than 1000 tools (1025 read)"), "{}", stderr(&o));
+    let o = cli::run(hostile("loop").path(), &["call", "mcp__h__only", "{}"]);
+    assert_eq!(ok(&o), "ok\n");
+}
+
+#[test]
+fn a_server_that_stops_answering_its_list_does_not_stall_an_agent() {
+    let ws = hostile("mute");
+    let server = ModelServer::start(vec![
+        Answer::new("tool_use").tool("o1", "mcp__h__only", json!({})).anthropic(),
+        Answer::text_only("done").anthropic(),
+    ]);
+    let o = cli::command(ws.path())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "go"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    assert!(stderr(&o).contains("cannot read its tools again: tools/list got no answer within 10s"), "{}", stderr(&o));
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2);
+    let names: Vec<&str> = bodies[1]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"mcp__h__only"), "it keeps the tools it had: {names:?}");
+}

@@ -64,12 +64,50 @@ fn main() {
             .env("TOOLHOST_CACHE_DIR", cache.path().join("cache"));
         c
     };
+    // The same tool as an MCP server's tool: a second `toolhost mcp` whose config names the
+    // first as `[mcp_servers.inner]`, so each call goes client → proxy's pipeline (schema,
+    // rules, hooks, audit, limits) → rmcp client → stdio → the first server's pipeline → Noop.
+    // What it adds over the direct row is the cost of an MCP tool source.
+    let proxy_ws = toolhost_tests::workspace();
+    let inner_args: Vec<String> = ["mcp", "--no-default-tools", "--permission-mode", "bypass", "--tools"]
+        .into_iter()
+        .map(String::from)
+        .chain([tools.display().to_string(), "--workspace".into(), ws.path().display().to_string()])
+        .collect();
+    std::fs::write(
+        proxy_ws.path().join("toolhost.toml"),
+        format!(
+            "[mcp_servers.inner]\ncommand = {:?}\nargs = {inner_args:?}\nenv = {{ TOOLHOST_CACHE_DIR = {:?} }}\n",
+            toolhost_tests::cli::binary().display().to_string(),
+            cache.path().join("cache").display().to_string()
+        ),
+    )
+    .unwrap();
+    let trusted = Command::new(toolhost_tests::cli::binary())
+        .arg("trust")
+        .current_dir(proxy_ws.path())
+        .env("TOOLHOST_CACHE_DIR", cache.path().join("proxy-cache"))
+        .output()
+        .unwrap();
+    assert!(trusted.status.success(), "toolhost trust: {}", String::from_utf8_lossy(&trusted.stderr));
+    let proxy = || {
+        let mut c = Command::new(toolhost_tests::cli::binary());
+        c.args(["mcp", "--no-default-tools", "--permission-mode", "bypass"])
+            .current_dir(proxy_ws.path())
+            .env("TOOLHOST_CACHE_DIR", cache.path().join("proxy-cache"));
+        c
+    };
     println!("stdio, {calls} calls of Noop, best of {repeats} runs per figure");
     let mut floor = None;
-    for (label, command) in [("reference server", &reference as &dyn Fn() -> Command), ("toolhost mcp", &toolhost)] {
+    let mut direct = None;
+    for (label, command, tool) in [
+        ("reference server", &reference as &dyn Fn() -> Command, "Noop"),
+        ("toolhost mcp", &toolhost, "Noop"),
+        ("… as an MCP tool", &proxy, "mcp__inner__Noop"),
+    ] {
         let mut best: Option<(Duration, Duration, f64)> = None;
         for _ in 0..repeats {
-            let mut server = Server::start(command());
+            let mut server = Server::start(command(), tool);
             let (median, p90) = server.sequential(calls);
             let rate = server.pipelined(calls);
             server.stop();
@@ -86,6 +124,12 @@ fn main() {
             micros(p90),
             beyond.unwrap_or_default()
         );
+        if let (Some(d), true) = (direct, tool != "Noop") {
+            println!("{:<18} an MCP tool source adds {:+.1} µs per sequential call", "", micros(median) - micros(d));
+        }
+        if label == "toolhost mcp" {
+            direct = Some(median);
+        }
         floor.get_or_insert(median);
     }
 
@@ -128,14 +172,16 @@ struct Server {
     input: ChildStdin,
     output: BufReader<ChildStdout>,
     next_id: u64,
+    /// The tool every call names: `Noop`, or `mcp__inner__Noop` through a proxy.
+    tool: String,
 }
 
 impl Server {
-    fn start(mut command: Command) -> Server {
+    fn start(mut command: Command, tool: &str) -> Server {
         let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let input = child.stdin.take().unwrap();
         let output = BufReader::new(child.stdout.take().unwrap());
-        let mut server = Server { child, input, output, next_id: 0 };
+        let mut server = Server { child, input, output, next_id: 0, tool: tool.to_string() };
         let init = server.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
@@ -143,7 +189,7 @@ impl Server {
         assert!(init.get("result").is_some(), "initialize failed: {init}");
         server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         // One call first: the tool's code is made ready at its first call.
-        let first = server.request("tools/call", json!({"name": "Noop", "arguments": {}}));
+        let first = server.request("tools/call", json!({"name": tool, "arguments": {}}));
         assert_eq!(first["result"]["content"][0]["text"], "ok", "{first}");
         server
     }
@@ -178,7 +224,7 @@ impl Server {
         let mut times = Vec::with_capacity(n);
         for _ in 0..n {
             let start = Instant::now();
-            let answer = self.request("tools/call", json!({"name": "Noop", "arguments": {}}));
+            let answer = self.request("tools/call", json!({"name": self.tool, "arguments": {}}));
             times.push(start.elapsed());
             assert_eq!(answer["result"]["content"][0]["text"], "ok", "{answer}");
         }
@@ -189,6 +235,7 @@ impl Server {
     /// Calls per second with `WINDOW` requests in flight.
     fn pipelined(&mut self, n: usize) -> f64 {
         let (done_tx, done_rx) = mpsc::channel::<()>();
+        let tool = self.tool.clone();
         let start = Instant::now();
         std::thread::scope(|scope| {
             let output = &mut self.output;
@@ -207,7 +254,7 @@ impl Server {
                 }
                 let id = 1_000_000 + i;
                 let line = format!(
-                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"Noop\",\"arguments\":{{}}}}}}\n"
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"{tool}\",\"arguments\":{{}}}}}}\n"
                 );
                 self.input.write_all(line.as_bytes()).unwrap();
                 self.input.flush().unwrap();

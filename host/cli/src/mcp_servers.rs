@@ -32,6 +32,49 @@ struct Server {
     service: RunningService<RoleClient, Client>,
     /// A stdio server's last words on stderr.
     stderr: Option<Tail>,
+    /// Its calls in flight, which its questions to the person need.
+    asking: Arc<std::sync::Mutex<Asking>>,
+}
+
+/// When a server may put a question to the person: only while one of its tools is being called
+/// (a question out of the blue, at start or between calls, could pose as anything), and at most
+/// [`toolhost::MAX_QUESTIONS`] per call in flight, as a tool may.
+#[derive(Default)]
+struct Asking {
+    calls: usize,
+    questions_left: u32,
+}
+
+impl Asking {
+    /// Whether one more question may be asked now (and it is counted), or why not.
+    fn take(&mut self) -> Result<(), &'static str> {
+        if self.calls == 0 {
+            return Err("none of its tools is being called");
+        }
+        self.questions_left = self.questions_left.checked_sub(1).ok_or("its calls asked all the questions they may")?;
+        Ok(())
+    }
+}
+
+/// One call in flight, counted for [`Asking`] until it ends (or is dropped at its timeout).
+struct InFlight(Arc<std::sync::Mutex<Asking>>);
+
+impl InFlight {
+    fn start(asking: &Arc<std::sync::Mutex<Asking>>) -> InFlight {
+        let mut a = asking.lock().unwrap_or_else(|e| e.into_inner());
+        a.calls += 1;
+        a.questions_left = a.questions_left.saturating_add(toolhost::MAX_QUESTIONS);
+        InFlight(asking.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut a = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        a.calls -= 1;
+        // What a call did not ask is not kept for later ones, nor for a time with no call.
+        a.questions_left = a.questions_left.min(toolhost::MAX_QUESTIONS.saturating_mul(a.calls as u32));
+    }
 }
 
 /// The last [`STDERR_TAIL_CHARS`] characters a stdio server wrote on stderr.
@@ -54,6 +97,7 @@ impl Server {
 struct Client {
     server: String,
     person: Option<Arc<dyn PermissionDecider>>,
+    asking: Arc<std::sync::Mutex<Asking>>,
 }
 
 /// Set when a server says its tool list changed (`notifications/tools/list_changed`): `toolhost
@@ -92,6 +136,10 @@ impl ClientHandler for Client {
         let ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } = request else {
             return decline;
         };
+        if let Err(why) = self.asking.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            tracing::warn!("MCP server {}: its question is not asked: {why}", self.server);
+            return decline;
+        }
         let form = serde_json::to_string(&requested_schema).unwrap_or_default();
         let asker = format!("mcp__{}", self.server);
         let question = match Question::new("mcp", &asker, message, &form) {
@@ -130,6 +178,7 @@ impl RemoteServer for Server {
     async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String> {
         let Value::Object(arguments) = input else { return Err("the input is not an object".to_string()) };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let _in_flight = InFlight::start(&self.asking);
         let result = self.service.call_tool(params).await.map_err(|e| match self.service.is_transport_closed() {
             true => format!(
                 "{e}: {} (toolhost starts it again at its next call, at most {MAX_RESTARTS} times)",
@@ -147,13 +196,43 @@ impl RemoteServer for Server {
     }
 
     async fn list(&self) -> Result<Vec<RemoteTool>, String> {
-        listed(&self.service).await
+        listed(&self.name, &self.service).await
     }
 }
 
+/// How many pages of `tools/list` are read. rmcp's `list_all_tools` follows `nextCursor` for
+/// as long as a server sends one; a hostile server could send one for ever (each page up to
+/// rmcp's 16 MiB), so the pages are read here, and reading stops at this many, at a cursor seen
+/// before, or once more tools came than the pool keeps of one server.
+const MAX_LIST_PAGES: usize = 100;
+
 /// The server's tools, as the pool takes them.
-async fn listed(service: &RunningService<RoleClient, Client>) -> Result<Vec<RemoteTool>, String> {
-    let listed = service.list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"))?;
+async fn listed(name: &str, service: &RunningService<RoleClient, Client>) -> Result<Vec<RemoteTool>, String> {
+    let mut listed = Vec::new();
+    let mut cursor = None;
+    let mut cursors = std::collections::HashSet::new();
+    for page in 1.. {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor.take());
+        let answer = service.list_tools(Some(params)).await.map_err(|e| format!("tools/list failed: {e}"))?;
+        listed.extend(answer.tools);
+        let Some(next) = answer.next_cursor else { break };
+        let stop = if listed.len() > toolhost::MAX_MCP_TOOLS_PER_SERVER {
+            "more tools than are kept"
+        } else if page == MAX_LIST_PAGES {
+            "the most pages read"
+        } else if !cursors.insert(next.clone()) {
+            "a cursor it sent before"
+        } else {
+            cursor = Some(next);
+            continue;
+        };
+        tracing::warn!(
+            "MCP server {}: tools/list not read to its end ({stop}, after {page} pages and {} tools)",
+            crate::setup::printable(name),
+            listed.len()
+        );
+        break;
+    }
     Ok(listed
         .into_iter()
         .map(|t| {
@@ -288,7 +367,11 @@ impl RemoteServer for Supervised {
         let (server, fresh) = self.running(RETRY_TIMEOUT).await.map_err(|why| format!("not connected: {why}"))?;
         match fresh {
             Some(tools) => Ok(tools),
-            None => server.list().await,
+            // Bounded: the lists are read again before every agent turn, and a server that
+            // stops answering must not stall the run.
+            None => tokio::time::timeout(RETRY_TIMEOUT, server.list())
+                .await
+                .unwrap_or_else(|_| Err(format!("tools/list got no answer within {RETRY_TIMEOUT:?}"))),
         }
     }
 }
@@ -299,17 +382,18 @@ async fn connect(
     workspace: &Path,
     person: Option<Arc<dyn PermissionDecider>>,
 ) -> Result<(Vec<RemoteTool>, Arc<Server>), String> {
+    let asking = Arc::new(std::sync::Mutex::new(Asking::default()));
+    let client = Client { server: name.to_string(), person, asking: asking.clone() };
     let (service, stderr) = match (&server.command, &server.url) {
         (Some(command), _) => {
-            let client = Client { server: name.to_string(), person };
             let (service, tail) = start(client, command.get_ref(), server, workspace).await?;
             (service, Some(tail))
         }
-        (None, Some(url)) => (reach(Client { server: name.to_string(), person }, url.get_ref(), server).await?, None),
+        (None, Some(url)) => (reach(client, url.get_ref(), server).await?, None),
         (None, None) => return Err("it has neither `command` (stdio) nor `url` (streamable HTTP)".to_string()),
     };
-    let tools = listed(&service).await?;
-    Ok((tools, Arc::new(Server { name: name.to_string(), service, stderr })))
+    let tools = listed(name, &service).await?;
+    Ok((tools, Arc::new(Server { name: name.to_string(), service, stderr, asking })))
 }
 
 /// A stdio server: its process, in the workspace, as Claude Code starts it.
@@ -453,8 +537,31 @@ fn expand_with(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<St
 
 #[cfg(test)]
 mod tests {
-    use super::{STDERR_TAIL_CHARS, expand_with, read_stderr};
+    use super::{Asking, InFlight, STDERR_TAIL_CHARS, expand_with, read_stderr};
     use std::sync::Arc;
+
+    #[test]
+    fn a_server_asks_only_during_its_calls_and_as_often_as_a_tool_may() {
+        let asking = Arc::new(std::sync::Mutex::new(Asking::default()));
+        let take = || asking.lock().unwrap().take();
+        assert_eq!(take(), Err("none of its tools is being called"), "at start");
+        let first = InFlight::start(&asking);
+        for _ in 0..toolhost::MAX_QUESTIONS {
+            assert_eq!(take(), Ok(()));
+        }
+        assert_eq!(take(), Err("its calls asked all the questions they may"));
+        let second = InFlight::start(&asking);
+        assert_eq!(take(), Ok(()), "a second call brings its own questions");
+        drop(first);
+        for _ in 1..toolhost::MAX_QUESTIONS {
+            assert_eq!(take(), Ok(()));
+        }
+        assert_eq!(take(), Err("its calls asked all the questions they may"));
+        drop(second);
+        assert_eq!(take(), Err("none of its tools is being called"), "between calls");
+        let _third = InFlight::start(&asking);
+        assert_eq!(take(), Ok(()), "nothing unasked was kept, but a new call may ask");
+    }
 
     #[test]
     fn variables_expand_as_claude_code_expands_them() {

@@ -44,6 +44,7 @@ pub use call::classify::CheckedCall;
 pub use call::outcome::OutcomeKind;
 pub use call::permission::{AskAnswer, AskRequest, PermissionDecider};
 pub use call::probe::Probe;
+pub use call::question::MAX_QUESTIONS;
 pub use call::refusal::{Refusal, RefusalKind};
 pub use call::result::{ContentBlock, ImageSource, ToolResult, content_text};
 pub use call::trace::{CallTrace, Step};
@@ -61,7 +62,10 @@ pub use loading::loader::{Inspection, ToolInfo, inspect};
 pub use loading::source::{DeclarationCheck, Origin, ToolSource};
 pub use loading::tiering::{CodeState, OptimizeHold, Tier};
 pub use registry::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
-pub use remote::{RemoteBlock, RemoteOutput, RemoteServer, RemoteTool, mcp_tool_name};
+pub use remote::{
+    MAX_MCP_DESCRIPTION_CHARS, MAX_MCP_SCHEMA_BYTES, MAX_MCP_TOOLS_PER_SERVER, RemoteBlock, RemoteOutput, RemoteServer,
+    RemoteTool, mcp_tool_name,
+};
 #[doc(hidden)]
 pub use sandbox::fsguard::use_procfs_paths;
 pub use tokio_util::sync::CancellationToken;

@@ -95,19 +95,76 @@ pub fn mcp_tool_name(server: &str, tool: &str) -> String {
     format!("mcp__{}__{}", clean(server), clean(tool))
 }
 
+/// How many tools of one server join the pool; the rest are left out and said. A server is
+/// another program, possibly hostile: a list of a million tools would be offered to the model
+/// (or to ToolSearch) at every turn.
+pub const MAX_MCP_TOOLS_PER_SERVER: usize = 1000;
+
+/// How much of a tool's description is kept, in characters: Claude Code's cut
+/// (`MAX_MCP_DESCRIPTION_LENGTH`), with its mark.
+pub const MAX_MCP_DESCRIPTION_CHARS: usize = 2048;
+
+/// What ends a description that was cut.
+const TRUNCATED: &str = "… [truncated]";
+
+/// The largest input schema a server's tool may have, serialised: a schema is compiled once
+/// per list and checked at every call, and is sent to the model with the tool.
+pub const MAX_MCP_SCHEMA_BYTES: usize = 256 * 1024;
+
+/// A server's description as the pool keeps it: at most [`MAX_MCP_DESCRIPTION_CHARS`].
+fn kept_description(description: &str) -> String {
+    match description.char_indices().nth(MAX_MCP_DESCRIPTION_CHARS) {
+        None => description.to_string(),
+        Some((cut, _)) => format!("{}{TRUNCATED}", &description[..cut]),
+    }
+}
+
 impl Runtime {
     /// Replace the tools of MCP server `server` with `tools`, called through `backend`. A tool
-    /// whose schema does not compile, or whose name is taken by a component, is left out and
-    /// said in the returned errors; the others are in the pool from the next call on.
+    /// whose schema does not compile or is over [`MAX_MCP_SCHEMA_BYTES`], whose name is taken (by
+    /// a component, another server's tool, or another of this server's tools once names are
+    /// cleaned), or beyond the first [`MAX_MCP_TOOLS_PER_SERVER`], is left out and said in the
+    /// returned errors; the others are in the pool from the next call on. Descriptions are cut
+    /// to [`MAX_MCP_DESCRIPTION_CHARS`].
     pub fn set_remote_tools(&self, server: &str, tools: Vec<RemoteTool>, backend: Arc<dyn RemoteServer>) -> Vec<Error> {
         let mut errors = Vec::new();
         let mut made = Vec::new();
-        for tool in tools {
+        // Names in the pool already given to this list's tools, with the server's own name.
+        let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+        let listed = tools.len();
+        if listed > MAX_MCP_TOOLS_PER_SERVER {
+            errors.push(Error::Load {
+                origin: format!("MCP server {server}"),
+                cause: LoadError::embedder(format!(
+                    "it lists more than {MAX_MCP_TOOLS_PER_SERVER} tools ({listed} read); the first \
+                     {MAX_MCP_TOOLS_PER_SERVER} are kept and the rest left out"
+                )),
+            });
+        }
+        let others: std::collections::HashMap<String, String> = self
+            .remote
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter_map(|t| match &t.origin {
+                Origin::Mcp(s) if s != server => Some((t.info.name.clone(), s.clone())),
+                _ => None,
+            })
+            .collect();
+        for tool in tools.into_iter().take(MAX_MCP_TOOLS_PER_SERVER) {
             let name = mcp_tool_name(server, &tool.name);
             let refuse = |why: String| Error::Load {
                 origin: format!("MCP server {server}"),
                 cause: LoadError::embedder(format!("tool {}: {why}", tool.name)),
             };
+            if let Some(other) = others.get(&name) {
+                errors.push(refuse(format!("the name {name} is taken by a tool of MCP server {other}")));
+                continue;
+            }
+            if let Some(first) = seen.get(&name) {
+                errors.push(refuse(format!("the name {name} is taken by this server's tool {first}")));
+                continue;
+            }
             // Model APIs take 1-64 characters of `[A-Za-z0-9_-]`: a longer name would make
             // every request offering it fail, so the tool is left out instead.
             if !crate::loading::loader::valid_tool_name(&name) {
@@ -122,6 +179,12 @@ impl Runtime {
                 Value::Object(_) => tool.input_schema.clone(),
                 _ => serde_json::json!({"type": "object"}),
             };
+            let size = serde_json::to_vec(&schema).map_or(usize::MAX, |v| v.len());
+            if size > MAX_MCP_SCHEMA_BYTES {
+                errors
+                    .push(refuse(format!("its input schema is {size} bytes, over the {MAX_MCP_SCHEMA_BYTES} allowed")));
+                continue;
+            }
             let validator = match jsonschema::validator_for(&schema) {
                 Ok(v) => v,
                 Err(e) => {
@@ -131,13 +194,14 @@ impl Runtime {
             };
             let info = ToolInfo {
                 name: name.clone(),
-                description: tool.description.clone(),
+                description: kept_description(&tool.description),
                 input_schema: schema,
                 permission_subject: None,
                 read_only: tool.read_only,
                 capabilities: Vec::new(),
                 kind: ToolKind::Mcp { server: server.to_string(), tool: tool.name.clone() },
             };
+            seen.insert(name.clone(), tool.name.clone());
             made.push(Arc::new(LoadedTool {
                 limits: self.config.limits_for(&name),
                 info,
@@ -185,9 +249,11 @@ impl Runtime {
             .iter()
             .map(|(name, server)| (name.clone(), server.clone()))
             .collect();
+        // All at once: one slow server costs its own wait, not the sum of everyone's.
+        let lists = futures::future::join_all(servers.iter().map(|(_, server)| server.list())).await;
         let mut errors = Vec::new();
-        for (name, server) in servers {
-            match server.list().await {
+        for ((name, server), listed) in servers.into_iter().zip(lists) {
+            match listed {
                 Ok(tools) => errors.extend(self.set_remote_tools(&name, tools, server)),
                 Err(why) => errors.push(Error::Load {
                     origin: format!("MCP server {name}"),

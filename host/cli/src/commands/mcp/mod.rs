@@ -119,7 +119,9 @@ impl McpCommand {
 }
 
 /// When an MCP server toolhost uses says its tool list changed, read every server's list again
-/// and tell this server's clients (`notifications/tools/list_changed`).
+/// and tell this server's clients (`notifications/tools/list_changed`). At most twice a second:
+/// what a server says while a refresh runs or during the pause after it is one more refresh, so
+/// a server that says it without end costs a bounded rate of list reads, not a loop.
 async fn follow_server_lists(shared: Arc<Shared>) {
     loop {
         crate::mcp_servers::LISTS_CHANGED.notified().await;
@@ -127,6 +129,7 @@ async fn follow_server_lists(shared: Arc<Shared>) {
             tracing::warn!("{}", toolhost::error_text(&e));
         }
         shared.notify_tools_changed();
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
