@@ -228,32 +228,32 @@ async fn safe_calls_overlap_and_unsafe_calls_wait_their_turn() {
         assert!(parallel < Duration::from_millis(3000), "safe calls did not overlap: {parallel:?}");
 
         // An unsafe call (Panic is not read-only) sent while a long safe call runs waits for it;
-        // a safe call sent after the unsafe one waits for the unsafe one (arrival order).
-        let long = {
-            let client = client.clone();
+        // a safe call sent after the unsafe one waits for the unsafe one (arrival order). The
+        // three are queued on the connection in this order (no racing tasks), so they arrive so.
+        let send = |name: &str, args: Value| {
+            let request =
+                rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(call(name, args)));
+            client.peer().send_request_with_option(request, rmcp::service::PeerRequestOptions::no_options())
+        };
+        let sent = Instant::now();
+        let long = send("Sleep", json!({"ms": 1500})).await.unwrap();
+        let unsafe_call = send("Panic", json!({})).await.unwrap();
+        let after = send("Sleep", json!({"ms": 300})).await.unwrap();
+        let done = |handle: rmcp::service::RequestHandle<RoleClient>| {
             tokio::spawn(async move {
-                client.call_tool(call("Sleep", json!({"ms": 1500}))).await.unwrap();
+                handle.await_response().await.unwrap();
                 Instant::now()
             })
         };
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let unsafe_call = {
-            let client = client.clone();
-            tokio::spawn(async move {
-                client.call_tool(call("Panic", json!({}))).await.unwrap();
-                Instant::now()
-            })
-        };
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let after = {
-            let client = client.clone();
-            tokio::spawn(async move {
-                client.call_tool(call("Sleep", json!({"ms": 1}))).await.unwrap();
-                Instant::now()
-            })
-        };
-        let (long, unsafe_call, after) = (long.await.unwrap(), unsafe_call.await.unwrap(), after.await.unwrap());
-        assert!(long <= unsafe_call, "the unsafe call finished before the running safe call");
+        let (unsafe_call, after) = (done(unsafe_call), done(after));
+        done(long).await.unwrap();
+        let (unsafe_call, after) = (unsafe_call.await.unwrap(), after.await.unwrap());
+        // Panic alone takes milliseconds: it ended after the long call's 1.5 s, so it waited.
+        assert!(
+            unsafe_call - sent >= Duration::from_millis(1500),
+            "the unsafe call did not wait for the running safe call"
+        );
+        // The later call sleeps 300 ms of its own: had it overtaken Panic, it would end first.
         assert!(unsafe_call <= after, "a later safe call overtook the waiting unsafe call");
     })
     .await;

@@ -519,7 +519,7 @@ fn a_servers_own_question_reaches_the_person_at_the_terminal_and_is_declined_wit
     }
     let o = child.wait_with_output().unwrap();
     let shown = String::from_utf8_lossy(&o.stdout);
-    assert!(shown.contains("Tool mcp__tracker asks: Whom should issue #1 go to?"), "{shown}");
+    assert!(shown.contains("Tool mcp__tracker__assign asks: Whom should issue #1 go to?"), "{shown}");
     assert!(shown.contains("issue #1 assigned to ada (urgent: True)"), "{shown}");
 }
 
@@ -663,4 +663,81 @@ fn a_server_that_stops_answering_its_list_does_not_stall_an_agent() {
     assert_eq!(bodies.len(), 2);
     let names: Vec<&str> = bodies[1]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"mcp__h__only"), "it keeps the tools it had: {names:?}");
+}
+
+/// A client of `toolhost mcp` that answers form questions and keeps what it is sent.
+#[derive(Default, Clone)]
+struct Answering {
+    questions: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    progress: std::sync::Arc<std::sync::Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
+    logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Answering {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = serde_json::from_value(json!({"elicitation": {"form": {}}})).unwrap();
+        rmcp::model::ClientConfig::new(capabilities, rmcp::model::Implementation::new("answering", "0"))
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::service::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+        let ElicitRequestParams::FormElicitationParams { message, .. } = request else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        self.questions.lock().unwrap().push(message);
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"who": "ana", "urgent": true})))
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::service::RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+
+    #[allow(deprecated, reason = "the tracker logs as servers of 2025-11-25 do")]
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::service::RoleClient>,
+    ) {
+        self.logs.lock().unwrap().push(params.data.to_string());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_toolhost_mcp_a_servers_question_progress_and_logs_reach_the_client_whose_call_it_is() {
+    let Some(python) = python() else { return };
+    let fx = Fixture::new(&python, "[permissions]\nallow = [\"mcp__tracker\"]\n");
+    let answering = Answering::default();
+    let client = fx.mcp(answering.clone()).await;
+    #[allow(deprecated, reason = "logging/setLevel, as clients of 2025-11-25 send it")]
+    client.set_level(rmcp::model::SetLevelRequestParams::new(rmcp::model::LoggingLevel::Info)).await.unwrap();
+    use rmcp::model::RequestParamsMeta as _;
+    let mut params = rmcp::model::CallToolRequestParams::new("mcp__tracker__assign");
+    params.set_meta(rmcp::model::RequestMetaObject::with_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::Number(7),
+    )));
+    let done = client.call_tool(params).await.unwrap();
+    assert_eq!(done.content[0].as_text().unwrap().text, "issue #1 assigned to ana (urgent: True)", "{done:?}");
+    let questions = answering.questions.lock().unwrap().clone();
+    assert_eq!(questions.len(), 1, "{questions:?}");
+    assert!(questions[0].contains("mcp__tracker__assign asks: Whom should issue #1 go to?"), "{questions:?}");
+    let progress: Vec<String> =
+        answering.progress.lock().unwrap().iter().map(|p| p.message.clone().unwrap_or_default()).collect();
+    assert_eq!(progress, ["asking whom"], "the server's progress, as the call's own");
+    let logs = answering.logs.lock().unwrap().clone();
+    assert!(logs.iter().any(|l| l.contains("assigning issue #1")), "{logs:?}");
+    client.cancel().await.unwrap();
+
+    // A client that cannot answer: the server's question is declined, nobody else is asked.
+    let client = fx.mcp(()).await;
+    let r = client.call_tool(rmcp::model::CallToolRequestParams::new("mcp__tracker__assign")).await.unwrap();
+    assert_eq!(r.content[0].as_text().unwrap().text, "not assigned (cancel)", "{r:?}");
+    client.cancel().await.unwrap();
 }

@@ -8,7 +8,8 @@ Tools:
 - `grow`: adds the tool `close` to the list and sends `tools/list_changed`, for a list that
   changes mid-run;
 - `die`: the server exits at once, for a server that dies mid-run;
-- `assign`: asks the user (elicitation) whom to assign issue #1 to, answers what they said.
+- `assign`: logs, reports progress, then asks the user (elicitation) whom to assign issue #1
+  to, and answers what they said.
 """
 
 import os
@@ -67,6 +68,8 @@ class Assignee(BaseModel):
 
 @server.tool(description="Asks the user whom to assign issue #1 to.")
 async def assign(ctx: Context) -> str:
+    await ctx.info("assigning issue #1")
+    await ctx.report_progress(1, 2, "asking whom")
     answer = await ctx.elicit(message="Whom should issue #1 go to?", schema=Assignee)
     if answer.action == "accept":
         return f"issue #1 assigned to {answer.data.who} (urgent: {answer.data.urgent})"

@@ -8,19 +8,21 @@
 //! the ring provider and the system's roots).
 
 use rmcp::ClientHandler;
-#[allow(deprecated, reason = "logging leaves MCP after 2025-11-25 (SEP-2577); servers of that version still log")]
-use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ContentBlock, Implementation, ProtocolVersion,
 };
+use rmcp::model::{CancelledNotificationParam, ClientRequest, NumberOrString, ProgressNotificationParam, ServerResult};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+#[allow(deprecated, reason = "logging leaves MCP after 2025-11-25 (SEP-2577); servers of that version still log")]
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::service::PeerRequestOptions;
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService, ServiceExt as _};
 use rmcp::transport::TokioChildProcess;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use toolhost::{Answer, PermissionDecider, Question, RemoteBlock, RemoteOutput, RemoteServer, RemoteTool, Runtime};
+use toolhost::{Answer, Caller, PermissionDecider, RemoteBlock, RemoteOutput, RemoteServer, RemoteTool, Runtime};
 use toolhost_policy::{Config, McpServerConfig};
 
 /// How long a server may take to start and list its tools.
@@ -32,48 +34,73 @@ struct Server {
     service: RunningService<RoleClient, Client>,
     /// A stdio server's last words on stderr.
     stderr: Option<Tail>,
-    /// Its calls in flight, which its questions to the person need.
-    asking: Arc<std::sync::Mutex<Asking>>,
+    /// Its calls in flight, for what it sends while they run.
+    calls: Arc<std::sync::Mutex<Calls>>,
 }
 
-/// When a server may put a question to the person: only while one of its tools is being called
-/// (a question out of the blue, at start or between calls, could pose as anything), and at most
-/// [`toolhost::MAX_QUESTIONS`] per call in flight, as a tool may.
+/// A server's calls in flight, each with its [`Caller`] and the progress token sent with it.
+/// A progress notification names its call by the token. A question or a log message names no
+/// call (MCP ties them to a request only on an HTTP stream, which rmcp's client does not
+/// expose): it goes to the callers only when every call in flight has the same asker (one
+/// person, or one client of `toolhost mcp`), so no client sees another's, and a question
+/// asked while none of the server's tools is being called (at start, between calls) could pose
+/// as anything and is not asked at all.
 #[derive(Default)]
-struct Asking {
-    calls: usize,
-    questions_left: u32,
+struct Calls {
+    running: Vec<(i64, Arc<Caller>)>,
 }
 
-impl Asking {
-    /// Whether one more question may be asked now (and it is counted), or why not.
-    fn take(&mut self) -> Result<(), &'static str> {
-        if self.calls == 0 {
-            return Err("none of its tools is being called");
+impl Calls {
+    /// The caller a question or log message that names no call is for, or why there is none.
+    fn only_asker(&self) -> Result<Arc<Caller>, &'static str> {
+        let Some((_, first)) = self.running.first() else { return Err("none of its tools is being called") };
+        if self.running.iter().all(|(_, c)| c.same_asker(first)) {
+            Ok(first.clone())
+        } else {
+            Err("calls from more than one client are running, and whose it is cannot be told")
         }
-        self.questions_left = self.questions_left.checked_sub(1).ok_or("its calls asked all the questions they may")?;
-        Ok(())
+    }
+
+    fn by_token(&self, token: i64) -> Option<Arc<Caller>> {
+        self.running.iter().find(|(t, _)| *t == token).map(|(_, c)| c.clone())
     }
 }
 
-/// One call in flight, counted for [`Asking`] until it ends (or is dropped at its timeout).
-struct InFlight(Arc<std::sync::Mutex<Asking>>);
+/// One call in flight, in [`Calls`] until it ends (or is dropped at its timeout).
+struct InFlight {
+    calls: Arc<std::sync::Mutex<Calls>>,
+    token: i64,
+}
 
 impl InFlight {
-    fn start(asking: &Arc<std::sync::Mutex<Asking>>) -> InFlight {
-        let mut a = asking.lock().unwrap_or_else(|e| e.into_inner());
-        a.calls += 1;
-        a.questions_left = a.questions_left.saturating_add(toolhost::MAX_QUESTIONS);
-        InFlight(asking.clone())
+    /// The call whose request carries progress token `token`.
+    fn start(calls: &Arc<std::sync::Mutex<Calls>>, token: i64, caller: Arc<Caller>) -> InFlight {
+        calls.lock().unwrap_or_else(|e| e.into_inner()).running.push((token, caller));
+        InFlight { calls: calls.clone(), token }
+    }
+}
+
+/// Tells the server a call was given up (its time limit, or the caller went away) when the
+/// wait for its answer is dropped before the answer came, as rmcp's `call_tool` does.
+struct CancelOnDrop {
+    peer: rmcp::Peer<RoleClient>,
+    id: Option<rmcp::model::RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current()) else { return };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let reason = "the call was given up (its time limit, or the caller went away)".to_string();
+            let _ = peer.notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason))).await;
+        });
     }
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let mut a = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        a.calls -= 1;
-        // What a call did not ask is not kept for later ones, nor for a time with no call.
-        a.questions_left = a.questions_left.min(toolhost::MAX_QUESTIONS.saturating_mul(a.calls as u32));
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).running.retain(|(t, _)| *t != self.token);
     }
 }
 
@@ -96,9 +123,14 @@ impl Server {
 /// there is one (then the capability is declared), else nobody and they are declined.
 struct Client {
     server: String,
-    person: Option<Arc<dyn PermissionDecider>>,
-    asking: Arc<std::sync::Mutex<Asking>>,
+    /// Someone may answer form questions: declared to the server.
+    may_ask: bool,
+    calls: Arc<std::sync::Mutex<Calls>>,
 }
+
+/// Set by `toolhost mcp` before the servers start: each call's own client may answer a
+/// server's questions, so form elicitation is declared although nobody is at the terminal.
+pub static CALLERS_MAY_ANSWER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Set when a server says its tool list changed (`notifications/tools/list_changed`): `toolhost
 /// mcp` then reads the lists again and tells its own clients (`toolhost agent` reads them
@@ -111,9 +143,9 @@ const MAX_LOG_CHARS: usize = 2000;
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
         // Form elicitation only when someone can answer.
-        let capabilities = match self.person {
-            Some(_) => serde_json::from_value(serde_json::json!({"elicitation": {"form": {}}})).unwrap_or_default(),
-            None => ClientCapabilities::default(),
+        let capabilities = match self.may_ask {
+            true => serde_json::from_value(serde_json::json!({"elicitation": {"form": {}}})).unwrap_or_default(),
+            false => ClientCapabilities::default(),
         };
         // The newest version that still has the `initialize` handshake rmcp's client performs.
         ClientConfig::new(
@@ -123,8 +155,10 @@ impl ClientHandler for Client {
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
-    /// A form question of the server: checked like a tool's (`toolhost::Question`), put to the
-    /// person as `mcp__SERVER`'s, the answer checked against the form. A URL question, a form
+    /// A form question of the server, put to whoever answers the call it belongs to
+    /// ([`Calls::only_asker`]: the person at the terminal, or the client of `toolhost mcp`
+    /// whose call it is) as that tool's question (`Tool mcp__SERVER__TOOL asks: …`), checked
+    /// and counted like a component's (`toolhost::Caller::elicit`). A URL question, a form
     /// toolhost refuses, or nobody to ask: declined.
     async fn create_elicitation(
         &self,
@@ -132,28 +166,51 @@ impl ClientHandler for Client {
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, rmcp::ErrorData> {
         let decline = Ok(ElicitResult::new(ElicitationAction::Decline));
-        let Some(person) = &self.person else { return decline };
-        let ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } = request else {
+        // Asked although the capability was not declared: nobody to ask.
+        let (true, ElicitRequestParams::FormElicitationParams { message, requested_schema, .. }) =
+            (self.may_ask, request)
+        else {
             return decline;
         };
-        if let Err(why) = self.asking.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            tracing::warn!("MCP server {}: its question is not asked: {why}", self.server);
-            return decline;
-        }
-        let form = serde_json::to_string(&requested_schema).unwrap_or_default();
-        let asker = format!("mcp__{}", self.server);
-        let question = match Question::new("mcp", &asker, message, &form) {
-            Ok(question) => question,
+        let caller = self.calls.lock().unwrap_or_else(|e| e.into_inner()).only_asker();
+        let caller = match caller {
+            Ok(caller) => caller,
             Err(why) => {
                 tracing::warn!("MCP server {}: its question is not asked: {why}", self.server);
                 return decline;
             }
         };
-        Ok(match person.elicit(&question).await {
-            Answer::Accept(values) => ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(values)),
-            Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
-            Answer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        let form = serde_json::to_string(&requested_schema).unwrap_or_default();
+        Ok(match caller.elicit(message, &form).await {
+            Ok(Answer::Accept(values)) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(values))
+            }
+            Ok(Answer::Decline) => ElicitResult::new(ElicitationAction::Decline),
+            Ok(Answer::Cancel) => ElicitResult::new(ElicitationAction::Cancel),
+            Err(why) => {
+                tracing::warn!("MCP server {}: its question is not asked: {why}", self.server);
+                return decline;
+            }
         })
+    }
+
+    /// A progress notification: to the call whose token it names (`Caller::progress`: the
+    /// events, `-v`, and under `toolhost mcp` the call's own client), bounded like a tool's.
+    async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+        let caller = {
+            let calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+            match params.progress_token.0 {
+                NumberOrString::Number(token) => calls.by_token(token),
+                NumberOrString::String(_) => None,
+            }
+        };
+        let Some(caller) = caller else { return };
+        let text = match (params.message, params.total) {
+            (Some(message), _) => message,
+            (None, Some(total)) => format!("{} of {total}", params.progress),
+            (None, None) => params.progress.to_string(),
+        };
+        caller.progress(&text);
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -170,22 +227,74 @@ impl ClientHandler for Client {
         let text: String = text.chars().take(MAX_LOG_CHARS).collect();
         let logger = params.logger.as_deref().unwrap_or("-");
         tracing::info!(target: "toolhost::mcp_server", "MCP server {} [{:?} {logger}]: {text}", self.server, params.level);
+        // To the running call too, when it cannot be another client's.
+        if let Ok(caller) = self.calls.lock().unwrap_or_else(|e| e.into_inner()).only_asker() {
+            caller.log(log_level(params.level), &text);
+        }
+    }
+}
+
+/// MCP's log level as toolhost's (the same eight, from RFC 5424).
+#[allow(deprecated, reason = "logging leaves MCP after 2025-11-25 (SEP-2577); servers of that version still log")]
+fn log_level(level: LoggingLevel) -> toolhost::LogLevel {
+    use toolhost::LogLevel as L;
+    match level {
+        LoggingLevel::Debug => L::Debug,
+        LoggingLevel::Info => L::Info,
+        LoggingLevel::Notice => L::Notice,
+        LoggingLevel::Warning => L::Warning,
+        LoggingLevel::Error => L::Error,
+        LoggingLevel::Critical => L::Critical,
+        LoggingLevel::Alert => L::Alert,
+        LoggingLevel::Emergency => L::Emergency,
     }
 }
 
 #[async_trait::async_trait]
 impl RemoteServer for Server {
     async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String> {
+        self.make_call(tool, input, None).await
+    }
+
+    async fn call_for(&self, tool: &str, input: Value, caller: Arc<Caller>) -> Result<RemoteOutput, String> {
+        self.make_call(tool, input, Some(caller)).await
+    }
+
+    async fn list(&self) -> Result<Vec<RemoteTool>, String> {
+        listed(&self.name, &self.service).await
+    }
+}
+
+impl Server {
+    /// A call of `tool`; with a caller, what the server sends meanwhile reaches it ([`Calls`]).
+    async fn make_call(&self, tool: &str, input: Value, caller: Option<Arc<Caller>>) -> Result<RemoteOutput, String> {
         let Value::Object(arguments) = input else { return Err("the input is not an object".to_string()) };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let _in_flight = InFlight::start(&self.asking);
-        let result = self.service.call_tool(params).await.map_err(|e| match self.service.is_transport_closed() {
+        let failed = |e: rmcp::ServiceError| match self.service.is_transport_closed() {
             true => format!(
                 "{e}: {} (toolhost starts it again at its next call, at most {MAX_RESTARTS} times)",
                 self.stopped()
             ),
             false => format!("{e} (is MCP server {} still running?)", self.name),
-        })?;
+        };
+        // Sent by hand rather than with `call_tool`, for the progress token rmcp puts in the
+        // request (its own, whatever the caller set), which names the call in the server's
+        // progress notifications. (`call_tool` also drives the input rounds of protocol
+        // 2026-07-28, which toolhost does not speak: it offers 2025-11-25.)
+        let request = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params));
+        let peer = self.service.peer();
+        let handle = peer.send_request_with_option(request, PeerRequestOptions::no_options()).await.map_err(failed)?;
+        let _in_flight = match (&handle.progress_token.0, caller) {
+            (NumberOrString::Number(token), Some(caller)) => Some(InFlight::start(&self.calls, *token, caller)),
+            _ => None,
+        };
+        let mut abandoned = CancelOnDrop { peer: peer.clone(), id: Some(handle.id.clone()) };
+        let answer = handle.await_response().await;
+        abandoned.id = None;
+        let result = match answer.map_err(failed)? {
+            ServerResult::CallToolResult(result) => result,
+            _ => return Err(format!("MCP server {} answered tools/call with something else than a result", self.name)),
+        };
         let mut content: Vec<RemoteBlock> = result.content.iter().map(block).collect();
         if content.is_empty()
             && let Some(structured) = &result.structured_content
@@ -193,10 +302,6 @@ impl RemoteServer for Server {
             content.push(RemoteBlock::Text(structured.to_string()));
         }
         Ok(RemoteOutput::new(content, result.is_error == Some(true)))
-    }
-
-    async fn list(&self) -> Result<Vec<RemoteTool>, String> {
-        listed(&self.name, &self.service).await
     }
 }
 
@@ -318,6 +423,15 @@ struct State {
 }
 
 impl Supervised {
+    /// The running connection, for a call.
+    async fn connected(&self) -> Result<Arc<Server>, String> {
+        let (server, _) = self
+            .running(RETRY_TIMEOUT)
+            .await
+            .map_err(|why| format!("MCP server {} is not connected: {why}", self.name))?;
+        Ok(server)
+    }
+
     /// The running connection, and the tools it listed if it was started by this call. Started
     /// (again) if there is none or the server stopped, within `timeout`.
     async fn running(&self, timeout: Duration) -> Result<(Arc<Server>, Option<Vec<RemoteTool>>), String> {
@@ -356,11 +470,11 @@ impl Supervised {
 #[async_trait::async_trait]
 impl RemoteServer for Supervised {
     async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String> {
-        let (server, _) = self
-            .running(RETRY_TIMEOUT)
-            .await
-            .map_err(|why| format!("MCP server {} is not connected: {why}", self.name))?;
-        server.call(tool, input).await
+        self.connected().await?.call(tool, input).await
+    }
+
+    async fn call_for(&self, tool: &str, input: Value, caller: Arc<Caller>) -> Result<RemoteOutput, String> {
+        self.connected().await?.call_for(tool, input, caller).await
     }
 
     async fn list(&self) -> Result<Vec<RemoteTool>, String> {
@@ -382,8 +496,9 @@ async fn connect(
     workspace: &Path,
     person: Option<Arc<dyn PermissionDecider>>,
 ) -> Result<(Vec<RemoteTool>, Arc<Server>), String> {
-    let asking = Arc::new(std::sync::Mutex::new(Asking::default()));
-    let client = Client { server: name.to_string(), person, asking: asking.clone() };
+    let calls = Arc::new(std::sync::Mutex::new(Calls::default()));
+    let may_ask = person.is_some() || CALLERS_MAY_ANSWER.load(std::sync::atomic::Ordering::Relaxed);
+    let client = Client { server: name.to_string(), may_ask, calls: calls.clone() };
     let (service, stderr) = match (&server.command, &server.url) {
         (Some(command), _) => {
             let (service, tail) = start(client, command.get_ref(), server, workspace).await?;
@@ -393,7 +508,7 @@ async fn connect(
         (None, None) => return Err("it has neither `command` (stdio) nor `url` (streamable HTTP)".to_string()),
     };
     let tools = listed(name, &service).await?;
-    Ok((tools, Arc::new(Server { name: name.to_string(), service, stderr, asking })))
+    Ok((tools, Arc::new(Server { name: name.to_string(), service, stderr, calls })))
 }
 
 /// A stdio server: its process, in the workspace, as Claude Code starts it.
@@ -537,30 +652,52 @@ fn expand_with(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<St
 
 #[cfg(test)]
 mod tests {
-    use super::{Asking, InFlight, STDERR_TAIL_CHARS, expand_with, read_stderr};
+    use super::{Calls, InFlight, STDERR_TAIL_CHARS, expand_with, read_stderr};
     use std::sync::Arc;
+    use toolhost::Caller;
 
-    #[test]
-    fn a_server_asks_only_during_its_calls_and_as_often_as_a_tool_may() {
-        let asking = Arc::new(std::sync::Mutex::new(Asking::default()));
-        let take = || asking.lock().unwrap().take();
-        assert_eq!(take(), Err("none of its tools is being called"), "at start");
-        let first = InFlight::start(&asking);
+    /// A decider that answers every question with an empty form, counting them.
+    #[derive(Default)]
+    struct Counting(std::sync::atomic::AtomicU32);
+
+    #[async_trait::async_trait]
+    impl toolhost::PermissionDecider for Counting {
+        async fn ask(&self, _request: &toolhost::AskRequest) -> toolhost::AskAnswer {
+            toolhost::AskAnswer::Deny(None)
+        }
+        async fn elicit(&self, _question: &toolhost::Question) -> toolhost::Answer {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            toolhost::Answer::Accept(serde_json::Map::new())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_servers_question_goes_to_the_one_asker_of_its_calls_and_no_further() {
+        let calls = Arc::new(std::sync::Mutex::new(Calls::default()));
+        let only = || calls.lock().unwrap().only_asker();
+        let (person, client) = (Arc::new(Counting::default()), Arc::new(Counting::default()));
+        let caller = |id: &str, decider: &Arc<Counting>| Arc::new(Caller::new(id, "mcp__s__t", decider.clone()));
+        assert_eq!(only().unwrap_err(), "none of its tools is being called", "at start");
+        let first = InFlight::start(&calls, 1, caller("a", &person));
+        let second = InFlight::start(&calls, 2, caller("b", &person));
+        let asked = only().unwrap();
+        assert_eq!(asked.tool_use_id(), "a", "one asker: the oldest call's");
         for _ in 0..toolhost::MAX_QUESTIONS {
-            assert_eq!(take(), Ok(()));
+            assert!(asked.elicit("Who?".into(), "{\"type\":\"object\",\"properties\":{}}").await.is_ok());
         }
-        assert_eq!(take(), Err("its calls asked all the questions they may"));
-        let second = InFlight::start(&asking);
-        assert_eq!(take(), Ok(()), "a second call brings its own questions");
-        drop(first);
-        for _ in 1..toolhost::MAX_QUESTIONS {
-            assert_eq!(take(), Ok(()));
-        }
-        assert_eq!(take(), Err("its calls asked all the questions they may"));
-        drop(second);
-        assert_eq!(take(), Err("none of its tools is being called"), "between calls");
-        let _third = InFlight::start(&asking);
-        assert_eq!(take(), Ok(()), "nothing unasked was kept, but a new call may ask");
+        let over = asked.elicit("Who?".into(), "{\"type\":\"object\",\"properties\":{}}").await;
+        assert!(over.unwrap_err().contains("at most 8 questions"));
+        assert_eq!(person.0.load(std::sync::atomic::Ordering::Relaxed), toolhost::MAX_QUESTIONS);
+        assert_eq!(calls.lock().unwrap().by_token(2).unwrap().tool_use_id(), "b", "progress names its call");
+        // A call of another client: nobody can tell whose a question is.
+        let other = InFlight::start(&calls, 3, caller("c", &client));
+        assert!(only().unwrap_err().contains("more than one client"));
+        drop((first, second));
+        assert_eq!(only().unwrap().tool_use_id(), "c");
+        drop(other);
+        assert_eq!(only().unwrap_err(), "none of its tools is being called", "between calls");
+        assert!(calls.lock().unwrap().by_token(3).is_none());
+        assert_eq!(client.0.load(std::sync::atomic::Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -63,8 +63,8 @@ pub use loading::source::{DeclarationCheck, Origin, ToolSource};
 pub use loading::tiering::{CodeState, OptimizeHold, Tier};
 pub use registry::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
 pub use remote::{
-    MAX_MCP_DESCRIPTION_CHARS, MAX_MCP_SCHEMA_BYTES, MAX_MCP_TOOLS_PER_SERVER, RemoteBlock, RemoteOutput, RemoteServer,
-    RemoteTool, mcp_tool_name,
+    Caller, MAX_MCP_DESCRIPTION_CHARS, MAX_MCP_SCHEMA_BYTES, MAX_MCP_TOOLS_PER_SERVER, RemoteBlock, RemoteOutput,
+    RemoteServer, RemoteTool, mcp_tool_name,
 };
 #[doc(hidden)]
 pub use sandbox::fsguard::use_procfs_paths;

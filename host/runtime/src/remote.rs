@@ -11,13 +11,16 @@
 //! which is why it is asked in default mode unless a rule allows it (its grant is "outside the
 //! workspace").
 
-use crate::Origin;
+use crate::call::question::{MAX_QUESTIONS, Question};
 use crate::loading::loader::{Code, ToolInfo};
 use crate::registry::{GrantFrom, LoadedTool, Runtime};
+use crate::sandbox::state::{MAX_PROGRESS_CHARS, MAX_PROGRESS_MESSAGES, ProgressTo};
+use crate::{Answer, LogLevel, Origin, PermissionDecider};
 use crate::{Error, LoadError, ToolKind};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use toolhost_policy::{EffectiveGrant, Grant};
 
 /// One tool of a server, as its `tools/list` describes it.
@@ -72,12 +75,114 @@ impl RemoteOutput {
     }
 }
 
+/// The calling side of one call of a server's tool, for what the server sends while it runs:
+/// its progress and log messages go where a component's would (the call's
+/// [`crate::CallOptions`] and the events), and its questions to the person go to the call's
+/// decider (under `toolhost mcp`, the client whose request it is), with a component's bounds:
+/// 1,000 progress and log messages of 4,096 characters, [`MAX_QUESTIONS`] questions, each
+/// checked as a [`Question`] and its answer against the form.
+pub struct Caller {
+    tool_use_id: Arc<str>,
+    tool: Arc<str>,
+    decider: Arc<dyn PermissionDecider>,
+    progress: Option<ProgressTo>,
+    sent: AtomicU32,
+    asked: AtomicU32,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caller").field("tool_use_id", &self.tool_use_id).field("tool", &self.tool).finish()
+    }
+}
+
+impl Caller {
+    /// A caller whose questions go to `decider` and whose progress goes nowhere (the runtime
+    /// makes its own with the call's options; this one is for an embedder's tests).
+    pub fn new(tool_use_id: &str, tool: &str, decider: Arc<dyn PermissionDecider>) -> Caller {
+        Caller {
+            tool_use_id: tool_use_id.into(),
+            tool: tool.into(),
+            decider,
+            progress: None,
+            sent: AtomicU32::new(0),
+            asked: AtomicU32::new(0),
+        }
+    }
+
+    pub(crate) fn with_progress(mut self, progress: Option<ProgressTo>) -> Caller {
+        self.progress = progress;
+        self
+    }
+
+    /// The call's tool_use id.
+    pub fn tool_use_id(&self) -> &str {
+        &self.tool_use_id
+    }
+
+    /// The tool's name in the pool (`mcp__SERVER__TOOL`).
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// Whether `other` is a call whose questions go to the same decider (the same person or
+    /// client): a server's question that names no call may be put to it only then.
+    pub fn same_asker(&self, other: &Caller) -> bool {
+        Arc::ptr_eq(&self.decider, &other.decider)
+    }
+
+    /// One more message may be passed on (progress and logs share the budget).
+    fn budget(&self) -> bool {
+        self.sent.fetch_add(1, Ordering::Relaxed) < MAX_PROGRESS_MESSAGES
+    }
+
+    /// A progress message of the server for this call.
+    pub fn progress(&self, message: &str) {
+        if let Some(to) = &self.progress
+            && self.budget()
+        {
+            to.send(message.chars().take(MAX_PROGRESS_CHARS).collect());
+        }
+    }
+
+    /// A log message of the server while this call runs.
+    pub fn log(&self, level: LogLevel, message: &str) {
+        if let Some(to) = &self.progress
+            && self.budget()
+        {
+            to.log(level, message.chars().take(MAX_PROGRESS_CHARS).collect());
+        }
+    }
+
+    /// Put the server's question to the call's decider: refused (`Err`, nobody sees it) when it
+    /// is not a form toolhost accepts or the call has asked [`MAX_QUESTIONS`] already; an
+    /// accepted answer is checked against the form.
+    pub async fn elicit(&self, message: String, form: &str) -> Result<Answer, String> {
+        if self.asked.fetch_add(1, Ordering::Relaxed) >= MAX_QUESTIONS {
+            return Err(format!("a call may ask at most {MAX_QUESTIONS} questions"));
+        }
+        let question = Question::new(&self.tool_use_id, &self.tool, message, form)?;
+        let answer = self.decider.elicit(&question).await;
+        if let Answer::Accept(values) = &answer {
+            question.check_answer(&Value::Object(values.clone()))?;
+        }
+        Ok(answer)
+    }
+}
+
 /// A connected server that makes calls of its tools.
 #[async_trait]
 pub trait RemoteServer: Send + Sync {
     /// Call `tool` (its name on the server) with `input`. An `Err` is a failure to reach the
     /// server or to get an answer (the call's result says it, as a host error).
     async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String>;
+
+    /// [`RemoteServer::call`] with the [`Caller`], to which the server's progress, logs and
+    /// questions during the call go. The runtime calls this one; the default drops the caller.
+    async fn call_for(&self, tool: &str, input: Value, caller: Arc<Caller>) -> Result<RemoteOutput, String> {
+        let _ = caller;
+        self.call(tool, input).await
+    }
 
     /// Read the server's tool list again (`tools/list`), for [`Runtime::refresh_remote_tools`].
     /// The default says it cannot.

@@ -388,8 +388,22 @@ impl Runtime {
         let (id, name, tool) = (cx.id(), cx.name(), cx.tool);
         let value: Value = serde_json::from_str(input).unwrap_or_default();
         let limit = Duration::from_millis(tool.limits.timeout_ms);
+        let progress = crate::sandbox::state::ProgressTo::new(
+            self.events.clone(),
+            cx.options.progress.clone(),
+            cx.options.log.clone(),
+            id,
+            name,
+        );
+        let decider = cx
+            .options
+            .decider
+            .clone()
+            .or_else(|| self.decider.clone())
+            .unwrap_or_else(|| Arc::new(crate::invoke::adapter::Nobody));
+        let caller = Arc::new(crate::remote::Caller::new(id, name, decider).with_progress(progress));
         let answer = tokio::select! {
-            answer = remote.call(on_server, value) => answer,
+            answer = remote.call_for(on_server, value, caller) => answer,
             () = tokio::time::sleep(limit) => {
                 let message = format!("Tool {name} timed out after {} ms (timeout_ms): MCP server {server} did not answer.", tool.limits.timeout_ms);
                 return ToolResult::error(id, OutcomeKind::Timeout, message);

@@ -98,7 +98,7 @@ impl Runtime {
 }
 
 /// Who answers when nobody can: every question is cancelled (the trait's default).
-struct Nobody;
+pub(crate) struct Nobody;
 
 #[async_trait::async_trait]
 impl crate::PermissionDecider for Nobody {

@@ -19,8 +19,8 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 /// Longest progress message passed on, and how many one call may send: a tool cannot flood
 /// the terminal (or an MCP client) through `host.progress`.
-const MAX_PROGRESS_CHARS: usize = 4096;
-const MAX_PROGRESS_MESSAGES: u32 = 1000;
+pub(crate) const MAX_PROGRESS_CHARS: usize = 4096;
+pub(crate) const MAX_PROGRESS_MESSAGES: u32 = 1000;
 
 /// Why the epoch callback stopped a guest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +86,7 @@ impl ProgressTo {
         })
     }
 
-    fn send(&self, message: String) {
+    pub(crate) fn send(&self, message: String) {
         if let Some(callback) = &self.callback {
             callback(Progress { tool_use_id: &self.id, tool: &self.tool, message: &message });
         }
@@ -95,7 +95,7 @@ impl ProgressTo {
         }
     }
 
-    fn log(&self, level: LogLevel, message: String) {
+    pub(crate) fn log(&self, level: LogLevel, message: String) {
         if let Some(log) = &self.log {
             log(LogMessage { tool_use_id: &self.id, tool: &self.tool, level, message: &message });
         }

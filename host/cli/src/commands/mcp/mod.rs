@@ -92,6 +92,8 @@ impl McpCommand {
             global.protect.push((path.clone(), "the MCP bearer token file".into()));
         }
         let global = &global;
+        // Each call's own client may answer what an MCP server asks during it.
+        crate::mcp_servers::CALLERS_MAY_ANSWER.store(true, std::sync::atomic::Ordering::Relaxed);
         let loaded = setup::load_with(global, events.clone(), None, setup::OnWidening::AskOnTerminal).await?;
         let shared = Shared::new(global.clone(), loaded.runtime, metrics);
         let watcher = tokio::spawn(watch(shared.clone(), events));
