@@ -741,3 +741,34 @@ async fn under_toolhost_mcp_a_servers_question_progress_and_logs_reach_the_clien
     assert_eq!(r.content[0].as_text().unwrap().text, "not assigned (cancel)", "{r:?}");
     client.cancel().await.unwrap();
 }
+
+#[test]
+fn a_servers_tools_wait_behind_tool_search_when_the_pool_is_large() {
+    let Some(python) = python() else { return };
+    let fx = Fixture::new(&python, "[permissions]\nallow = [\"mcp__tracker\"]\n");
+    let server = ModelServer::start(vec![
+        Answer::new("tool_use").tool("f1", "ToolSearch", json!({"query": "select:mcp__tracker__search"})).anthropic(),
+        Answer::new("tool_use").tool("s1", "mcp__tracker__search", json!({"query": "crash"})).anthropic(),
+        Answer::text_only("done").anthropic(),
+    ]);
+    // A 100-token window: every definition is over its 10 %, so every tool is deferred.
+    let o = fx
+        .command()
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "--context-window", "100", "triage"])
+        .output()
+        .unwrap();
+    assert_exit(&o, 0);
+    let bodies = server.bodies();
+    let names = |b: &Value| -> Vec<String> {
+        b["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(names(&bodies[0]), ["ToolSearch"]);
+    let listing = bodies[0]["system"].to_string();
+    assert!(listing.contains("mcp__tracker__search") && listing.contains("mcp__tracker__create"), "{listing}");
+    assert_eq!(names(&bodies[1]), ["ToolSearch", "mcp__tracker__search"], "found, then offered with its schema");
+    assert_eq!(bodies[1]["tools"][1]["input_schema"]["required"], json!(["query"]));
+    let results = bodies[2]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    assert_eq!(results[0]["content"][0]["text"], "crash when saving", "{results}");
+}

@@ -43,6 +43,19 @@ impl Deferral {
         })
     }
 
+    /// [`Deferral::plan`] for a pool that changed mid-run (an MCP server's list): the tools
+    /// found before and still in the pool stay found (as in Claude Code, where what a search
+    /// found stays loaded), the others are forgotten.
+    pub fn replan(previous: Option<Deferral>, tools: &[ToolDef], threshold_tokens: u64) -> Option<Self> {
+        let mut next = Self::plan(tools, threshold_tokens)?;
+        if let Some(previous) = previous {
+            let present = |name: &String| tools.iter().any(|t| &t.name == name);
+            next.found = previous.found.into_iter().filter(present).collect();
+            next.sent = previous.sent.into_iter().filter(present).collect();
+        }
+        Some(next)
+    }
+
     /// The `ToolSearch` definition.
     pub fn search_tool() -> ToolDef {
         ToolDef {
@@ -188,5 +201,22 @@ mod tests {
             d.answer(&ToolUse::new("5", TOOL_SEARCH, json!({"query": "select:Read"})))
                 .is_some_and(|r| r.text().contains("- Read"))
         );
+    }
+
+    #[test]
+    fn what_was_found_stays_found_when_the_pool_changes() {
+        let tools = vec![def("Read", "reads a file"), def("mcp__t__search", "searches issues")];
+        let mut d = Deferral::plan(&tools, 0).unwrap();
+        d.answer(&ToolUse::new("1", TOOL_SEARCH, json!({"query": "select:Read,mcp__t__search"})));
+        d.tools_for_request();
+        // The server's list changed: `search` is gone, `close` came.
+        let now = vec![def("Read", "reads a file"), def("mcp__t__close", "closes an issue")];
+        let mut d = Deferral::replan(Some(d), &now, 0).unwrap();
+        assert!(d.answer(&ToolUse::new("2", "Read", json!({}))).is_none(), "still loaded");
+        let names: Vec<String> = d.tools_for_request().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["ToolSearch", "Read"]);
+        assert!(d.system_note().contains("mcp__t__close") && !d.system_note().contains("mcp__t__search"));
+        // Small enough again: nothing deferred.
+        assert!(Deferral::replan(Some(d), &now, u64::MAX).is_none());
     }
 }

@@ -352,6 +352,8 @@ impl Agent {
         let mut offered: HashSet<String> = tools.iter().map(|t| t.name.clone()).collect();
         let mut deferral = Deferral::plan(&tools, self.options.defer_threshold_tokens);
         let mut system: Vec<String> = self.options.system.iter().cloned().collect();
+        // The operator's system blocks; the deferred tools' listing, if any, comes after them.
+        let own_system = system.len();
         if let Some(d) = &deferral {
             system.push(d.system_note());
         }
@@ -406,8 +408,12 @@ impl Agent {
                 let now = self.tool_defs();
                 if now != tools {
                     offered = now.iter().map(|t| t.name.clone()).collect();
-                    if deferral.is_some() {
-                        deferral = Deferral::plan(&now, self.options.defer_threshold_tokens);
+                    // Deferred or not as the new pool's size says; what was found stays found,
+                    // and the system block lists the deferred tools as they are now.
+                    deferral = Deferral::replan(deferral.take(), &now, self.options.defer_threshold_tokens);
+                    request.system.truncate(own_system);
+                    if let Some(d) = &deferral {
+                        request.system.push(d.system_note());
                     }
                     self.log(json!({"type": "tools_changed", "turn": turn, "tools": now.iter().map(|t| &t.name).collect::<Vec<_>>()}))?;
                     tools = now;
