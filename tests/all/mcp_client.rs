@@ -772,3 +772,70 @@ fn a_servers_tools_wait_behind_tool_search_when_the_pool_is_large() {
     let results = bodies[2]["messages"].as_array().unwrap().last().unwrap()["content"].clone();
     assert_eq!(results[0]["content"][0]["text"], "crash when saving", "{results}");
 }
+
+/// Whatever two servers list, what joins the pool keeps the invariants a model API and the
+/// person rely on, and every tool listed is either in the pool or named in an error.
+#[test]
+fn whatever_servers_list_the_pool_stays_within_its_bounds() {
+    use proptest::prelude::*;
+    let ws = toolhost_tests::workspace();
+    let rt = toolhost::Runtime::builder().engine(toolhost_tests::engine()).workspace(ws.path()).build().unwrap();
+    // Names from a small alphabet with characters that clean to `_`, so clashes are common.
+    let name = proptest::string::string_regex("[ab._ /\u{e9}-]{1,6}|[a-z]{60,62}").unwrap();
+    let description = prop_oneof![Just(0usize), Just(2047), Just(2048), Just(2049), 0usize..5000]
+        .prop_map(|n| "d\u{e9}\u{1b}".chars().cycle().take(n).collect::<String>());
+    let schema = prop_oneof![
+        Just(json!({"type": "object"})),
+        Just(json!("not an object")),
+        Just(json!({"type": "object", "properties": {"x": {"$ref": "http://example.com/s"}}})),
+        (0usize..400_000).prop_map(|n| json!({"type": "object", "description": "s".repeat(n)})),
+    ];
+    let tool = (name, description, schema, any::<bool>())
+        .prop_map(|(n, d, s, r)| toolhost::RemoteTool::new(n, d, s, r))
+        .boxed();
+    let lists = (proptest::collection::vec(tool.clone(), 0..40), proptest::collection::vec(tool, 0..40), 0usize..1100);
+    let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config::with_cases(64));
+    runner
+        .run(&lists, |(first, second, padding)| {
+            for (server, mut list) in [("one.srv", first), ("one_srv", second)] {
+                // Sometimes more tools than a server may bring.
+                if server == "one.srv" {
+                    list.extend((0..padding).map(|i| toolhost::RemoteTool::new(format!("p{i}"), "", json!({}), true)));
+                }
+                let listed: Vec<String> = list.iter().map(|t| t.name.clone()).collect();
+                let said: Vec<String> = rt
+                    .set_remote_tools(server, list, std::sync::Arc::new(Silent))
+                    .iter()
+                    .map(|e| toolhost::error_text(e))
+                    .collect();
+                let pool = rt.remote_tools();
+                let mine: Vec<_> =
+                    pool.iter().filter(|t| matches!(&t.origin, toolhost::Origin::Mcp(s) if s == server)).collect();
+                prop_assert!(mine.len() <= toolhost::MAX_MCP_TOOLS_PER_SERVER);
+                for (i, original) in listed.iter().enumerate() {
+                    let in_pool = mine
+                        .iter()
+                        .any(|t| matches!(&t.info.kind, toolhost::ToolKind::Mcp { tool, .. } if tool == original));
+                    let named = said.iter().any(|e| e.contains(&format!("tool {original}:")))
+                        || (i >= toolhost::MAX_MCP_TOOLS_PER_SERVER
+                            && said.iter().any(|e| e.contains("more than 1000 tools")));
+                    prop_assert!(in_pool || named, "{original:?} neither in the pool nor said: {said:?}");
+                }
+            }
+            let pool = rt.remote_tools();
+            let mut names = std::collections::HashSet::new();
+            for t in &pool {
+                prop_assert!(names.insert(t.info.name.clone()), "{} twice", t.info.name);
+                prop_assert!(
+                    t.info.name.len() <= 64
+                        && t.info.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+                    "{}",
+                    t.info.name
+                );
+                prop_assert!(t.info.description.chars().count() <= toolhost::MAX_MCP_DESCRIPTION_CHARS + 13);
+                prop_assert!(serde_json::to_vec(&t.info.input_schema).unwrap().len() <= toolhost::MAX_MCP_SCHEMA_BYTES);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
