@@ -639,8 +639,13 @@ fn a_server_that_lists_for_ever_is_read_up_to_a_bound_and_its_tools_still_work()
     }
     let o = cli::run(hostile("endless").path(), &["list", "--json"]);
     assert!(stderr(&o).contains("more than 1000 tools (1025 read)"), "{}", stderr(&o));
-    let o = cli::run(hostile("loop").path(), &["call", "mcp__h__only", "{}"]);
+    let o = cli::run(hostile("endless").path(), &["call", "mcp__h__t0_0", "{}"]);
     assert_eq!(ok(&o), "ok\n");
+    // An answer without `content` is an empty success.
+    let o = cli::run(hostile("loop").path(), &["call", "--json", "mcp__h__only", "{}"]);
+    let v: Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert!(v.get("is_error").is_none(), "{v}");
+    assert_eq!(v["content"][0]["text"], "(mcp__h__only completed with no output)", "{v}");
 }
 
 #[test]

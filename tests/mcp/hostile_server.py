@@ -49,7 +49,10 @@ for line in sys.stdin:
         else:
             result = {"tools": [tool("only")]}
     elif method == "tools/call":
-        result = {"content": [{"type": "text", "text": "ok"}], "isError": False}
+        if MODE == "loop":
+            result = {}  # no `content`: an empty result
+        else:
+            result = {"content": [{"type": "text", "text": "ok"}], "isError": False}
     else:
         result = {}
     send({"jsonrpc": "2.0", "id": request["id"], "result": result})

@@ -293,6 +293,8 @@ impl Server {
         abandoned.id = None;
         let result = match answer.map_err(failed)? {
             ServerResult::CallToolResult(result) => result,
+            // `{}`: a result without `content` (rmcp's `call_tool` takes it as empty too).
+            ServerResult::EmptyResult(_) => return Ok(RemoteOutput::new(Vec::new(), false)),
             _ => return Err(format!("MCP server {} answered tools/call with something else than a result", self.name)),
         };
         let mut content: Vec<RemoteBlock> = result.content.iter().map(block).collect();
