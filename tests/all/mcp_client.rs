@@ -82,13 +82,21 @@ impl Fixture {
 
     /// `toolhost agent "triage"` against the scripted model `server`.
     fn agent(&self, server: &ModelServer) -> Output {
-        self.command()
-            .env("ANTHROPIC_API_KEY", "test-key")
-            .env_remove("ANTHROPIC_BASE_URL")
-            .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "triage"])
-            .output()
-            .unwrap()
+        agent(self.command(), server, &[])
     }
+}
+
+/// `command` running `toolhost agent ARGS… "triage"` against the scripted model `server`.
+fn agent(mut command: Command, server: &ModelServer, args: &[&str]) -> Output {
+    command
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1"])
+        .args(args)
+        .arg("triage")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
 }
 
 #[test]
@@ -655,13 +663,7 @@ fn a_server_that_stops_answering_its_list_does_not_stall_an_agent() {
         Answer::new("tool_use").tool("o1", "mcp__h__only", json!({})).anthropic(),
         Answer::text_only("done").anthropic(),
     ]);
-    let o = cli::command(ws.path())
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "go"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = agent(cli::command(ws.path()), &server, &[]);
     assert_exit(&o, 0);
     assert!(stderr(&o).contains("cannot read its tools again: tools/list got no answer within 10s"), "{}", stderr(&o));
     let bodies = server.bodies();
@@ -757,13 +759,7 @@ fn a_servers_tools_wait_behind_tool_search_when_the_pool_is_large() {
         Answer::text_only("done").anthropic(),
     ]);
     // A 100-token window: every definition is over its 10 %, so every tool is deferred.
-    let o = fx
-        .command()
-        .env("ANTHROPIC_API_KEY", "test-key")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .args(["agent", "--base-url", &server.url, "--retry-base-ms", "1", "--context-window", "100", "triage"])
-        .output()
-        .unwrap();
+    let o = agent(fx.command(), &server, &["--context-window", "100"]);
     assert_exit(&o, 0);
     let bodies = server.bodies();
     let names = |b: &Value| -> Vec<String> {

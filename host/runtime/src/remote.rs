@@ -131,9 +131,15 @@ impl Caller {
         Arc::ptr_eq(&self.decider, &other.decider)
     }
 
+    /// Whether one more may be taken of `counter` (below `max`), counting it; a count that
+    /// reached `max` stays there however many more come (no wrapping round).
+    fn take(counter: &AtomicU32, max: u32) -> bool {
+        counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then_some(n + 1)).is_ok()
+    }
+
     /// One more message may be passed on (progress and logs share the budget).
     fn budget(&self) -> bool {
-        self.sent.fetch_add(1, Ordering::Relaxed) < MAX_PROGRESS_MESSAGES
+        Self::take(&self.sent, MAX_PROGRESS_MESSAGES)
     }
 
     /// A progress message of the server for this call.
@@ -158,7 +164,7 @@ impl Caller {
     /// is not a form toolhost accepts or the call has asked [`MAX_QUESTIONS`] already; an
     /// accepted answer is checked against the form.
     pub async fn elicit(&self, message: String, form: &str) -> Result<Answer, String> {
-        if self.asked.fetch_add(1, Ordering::Relaxed) >= MAX_QUESTIONS {
+        if !Self::take(&self.asked, MAX_QUESTIONS) {
             return Err(format!("a call may ask at most {MAX_QUESTIONS} questions"));
         }
         let question = Question::new(&self.tool_use_id, &self.tool, message, form)?;

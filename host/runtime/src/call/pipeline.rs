@@ -388,20 +388,8 @@ impl Runtime {
         let (id, name, tool) = (cx.id(), cx.name(), cx.tool);
         let value: Value = serde_json::from_str(input).unwrap_or_default();
         let limit = Duration::from_millis(tool.limits.timeout_ms);
-        let progress = crate::sandbox::state::ProgressTo::new(
-            self.events.clone(),
-            cx.options.progress.clone(),
-            cx.options.log.clone(),
-            id,
-            name,
-        );
-        let decider = cx
-            .options
-            .decider
-            .clone()
-            .or_else(|| self.decider.clone())
-            .unwrap_or_else(|| Arc::new(crate::invoke::adapter::Nobody));
-        let caller = Arc::new(crate::remote::Caller::new(id, name, decider).with_progress(progress));
+        let caller =
+            Arc::new(crate::remote::Caller::new(id, name, self.asker_of(cx)).with_progress(self.progress_to(cx)));
         let answer = tokio::select! {
             answer = remote.call_for(on_server, value, caller) => answer,
             () = tokio::time::sleep(limit) => {

@@ -47,13 +47,7 @@ impl Runtime {
             context: cx.view.context.clone(),
             namespace: tool.context_namespace.clone(),
             workspace_json: self.workspace_json.clone(),
-            progress: ProgressTo::new(
-                self.events.clone(),
-                cx.options.progress.clone(),
-                cx.options.log.clone(),
-                &cx.tool_use.id,
-                &tool.info.name,
-            ),
+            progress: self.progress_to(cx),
             hosts: match access {
                 Access::Nothing => None,
                 Access::Granted | Access::ReadOnly => Some(cx.hosts.clone()),
@@ -62,12 +56,7 @@ impl Runtime {
             asker: match access {
                 Access::Nothing => None,
                 Access::Granted | Access::ReadOnly => Some(Asker {
-                    decider: cx
-                        .options
-                        .decider
-                        .clone()
-                        .or_else(|| self.decider.clone())
-                        .unwrap_or_else(|| Arc::new(Nobody)),
+                    decider: self.asker_of(cx),
                     id: cx.tool_use.id.as_str().into(),
                     tool: tool.info.name.as_str().into(),
                 }),
@@ -97,8 +86,27 @@ impl Runtime {
     }
 }
 
+impl Runtime {
+    /// Where a call's progress and log messages go: the events and the call's own options.
+    /// A component's and an MCP server's tool alike.
+    pub(crate) fn progress_to(&self, cx: &CallCtx<'_>) -> Option<ProgressTo> {
+        ProgressTo::new(
+            self.events.clone(),
+            cx.options.progress.clone(),
+            cx.options.log.clone(),
+            &cx.tool_use.id,
+            &cx.tool.info.name,
+        )
+    }
+
+    /// Who answers a call's questions: the call's decider, else the runtime's, else nobody.
+    pub(crate) fn asker_of(&self, cx: &CallCtx<'_>) -> Arc<dyn crate::PermissionDecider> {
+        cx.options.decider.clone().or_else(|| self.decider.clone()).unwrap_or_else(|| Arc::new(Nobody))
+    }
+}
+
 /// Who answers when nobody can: every question is cancelled (the trait's default).
-pub(crate) struct Nobody;
+struct Nobody;
 
 #[async_trait::async_trait]
 impl crate::PermissionDecider for Nobody {

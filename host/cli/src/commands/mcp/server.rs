@@ -410,12 +410,16 @@ pub struct McpServer {
     core: Arc<SessionCore>,
     /// Its `Mcp-Session-Id`, once its calls may take the HTTP fast path.
     http_session: Mutex<Option<String>>,
+    /// Who answers its calls' questions: its client, one decider for all of them, so that an
+    /// MCP server toolhost uses can tell two calls of this client from calls of two clients
+    /// (`toolhost::Caller::same_asker`).
+    asker: std::sync::OnceLock<Arc<dyn PermissionDecider>>,
 }
 
 impl McpServer {
     pub fn new(shared: Arc<Shared>) -> Self {
         shared.metrics.sessions.inc();
-        McpServer { shared, core: Arc::default(), http_session: Mutex::default() }
+        McpServer { shared, core: Arc::default(), http_session: Mutex::default(), asker: std::sync::OnceLock::new() }
     }
 }
 
@@ -577,8 +581,8 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let ticket = context.extensions.remove::<Ticket>();
         let cancel = context.ct.clone();
-        let mut options =
-            CallOptions::new().cancel(cancel.clone()).decider(Arc::new(ElicitDecider { peer: context.peer.clone() }));
+        let asker = self.asker.get_or_init(|| Arc::new(ElicitDecider { peer: context.peer.clone() })).clone();
+        let mut options = CallOptions::new().cancel(cancel.clone()).decider(asker);
         let token = context.meta.get_progress_token();
         let log_level = *self.core.log_level.lock().unwrap_or_else(|e| e.into_inner());
         let mut forwarder = None;
