@@ -1,8 +1,8 @@
 //! `toolhost mcp` end to end: rmcp's client over stdio (a child process), raw JSON-RPC lines
 //! for malformed frames and the per-session queue limit, raw HTTP for the bearer token, the
-//! DNS-rebinding and Origin checks, body limits and the global `max_concurrency`, and the
-//! official Python SDK (tests/mcp/test_server.py) over stdio and HTTP when its virtualenv is
-//! there.
+//! DNS-rebinding and Origin checks, body limits, connection bounds ([`bounds`]) and the global
+//! `max_concurrency`, and the official Python SDK (tests/mcp/test_server.py) over stdio and
+//! HTTP when its virtualenv is there.
 
 use rmcp::ServiceExt as _;
 use rmcp::model::{
@@ -20,6 +20,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolhost_tests::cli::{binary, cache_dir, state_dir};
 use toolhost_tests::{guests, workspace};
+
+mod bounds;
 
 /// A workspace with `hello.txt`, and a tools directory with the Sleep, Progress and Panic
 /// guests.
@@ -1105,8 +1107,9 @@ impl Http {
 
 /// `/healthz` and `/readyz` answer a load balancer without the token; `/metrics` (behind the
 /// token) counts calls by tool and outcome, their latency, sessions and loaded tools in
-/// Prometheus text format; a reload that fails is reported by `/readyz` and the metrics, and
-/// the server stays ready (its tools still answer).
+/// Prometheus text format; a reload that fails is reported by `/readyz` (to a request with the
+/// token: the error quotes the config) and the metrics, and the server stays ready (its tools
+/// still answer).
 #[test]
 fn health_readiness_and_metrics_for_load_balancers_and_scrapers() {
     let fx = Fixture::new();
@@ -1154,7 +1157,7 @@ fn health_readiness_and_metrics_for_load_balancers_and_scrapers() {
     std::fs::write(fx.ws.path().join("toolhost.toml"), "[limits\n").unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     let response = loop {
-        let (status, response) = http.get("/readyz", &[]);
+        let (status, response) = http.get("/readyz", &[("Authorization", &bearer)]);
         assert_eq!(status, 200, "{response}");
         if response.contains("last_reload_error") {
             break response;
@@ -1163,10 +1166,17 @@ fn health_readiness_and_metrics_for_load_balancers_and_scrapers() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert!(response.contains("\"ready\":true") && response.contains("toolhost.toml"), "{response}");
+    // Anyone else learns only that the server is ready.
+    let (status, response) = http.get("/readyz", &[]);
+    assert_eq!(status, 200, "{response}");
+    assert!(response.contains("\"ready\":true"), "{response}");
+    assert!(!response.contains("last_reload_error") && !response.contains("toolhost.toml"), "{response}");
+    let (_, response) = http.get("/readyz", &[("Authorization", "Bearer not-the-token")]);
+    assert!(!response.contains("last_reload_error"), "{response}");
     assert_eq!(http.call(&session, 5, "Sleep", json!({"ms": 1}))["result"]["isError"], false);
     std::fs::remove_file(fx.ws.path().join("toolhost.toml")).unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while http.get("/readyz", &[]).1.contains("last_reload_error") {
+    while http.get("/readyz", &[("Authorization", &bearer)]).1.contains("last_reload_error") {
         assert!(Instant::now() < deadline, "the good reload never cleared the error");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -1214,6 +1224,10 @@ fn sigterm_drains_answers_the_running_call_and_exits_cleanly() {
     assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
     http.log.wait_for("toolhost mcp: SIGTERM: draining");
     let (status, response) = http.get("/readyz", &[]);
+    assert_eq!(status, 503, "{response}");
+    assert!(response.contains("\"ready\":false") && !response.contains("reason"), "{response}");
+    let bearer = format!("Bearer {}", http.token.clone().unwrap());
+    let (status, response) = http.get("/readyz", &[("Authorization", &bearer)]);
     assert_eq!(status, 503, "{response}");
     assert!(response.contains("draining"), "{response}");
     // After the grace period no new connection is accepted, while the call is still running.

@@ -15,9 +15,17 @@
 //!
 //! A plain `tools/call` (see [`fast`](super::fast)) is answered without rmcp, as one JSON body,
 //! under the same rules; everything else goes through rmcp.
+//!
+//! Before any of this, a connection must fit in the [`bounds`](super::bounds) (at most 1,024
+//! open, or half the open-file limit; 128 from one address), else it is closed at once, and
+//! must send each request's head in time ([`timeouts`](super::timeouts): 10 s for a head,
+//! 120 s between requests, nothing cut while one is in flight). A failed `accept` (out of
+//! descriptors) waits before the next, from 10 ms doubling to 1 s.
 
+use super::bounds::{Acceptor, Bounds, Caps, Throttle};
 use super::fast::{FastPath, Outcome};
 use super::server::{McpServer, Shared};
+use super::timeouts::{Clock, Timeouts, Watched};
 use super::token::Token;
 use anyhow::{Context, Result, bail};
 use http_body_util::{BodyExt as _, Full, Limited};
@@ -28,8 +36,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tower_service::Service as _;
 
@@ -117,8 +125,10 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
         );
     }
     let extra_origins = options.allow_origins.iter().map(|o| parse_origin(o)).collect::<Result<Vec<_>>>()?;
+    let bounds = Bounds::from_env()?;
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("--http {addr}"))?;
     let bound = listener.local_addr()?;
+    let mut listener = Acceptor::new(listener, shared.metrics.accept_errors.clone());
     let port = bound.port();
     let host = match bound.ip() {
         IpAddr::V4(ip) => ip.to_string(),
@@ -172,13 +182,16 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
         metrics_no_auth: options.metrics_no_auth,
         in_flight: Arc::default(),
         fast,
+        caps: Caps::new(&bounds, shared.metrics.connections.clone()),
+        timeouts: bounds.timeouts,
+        refusals: Arc::default(),
     };
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .context("cannot watch for SIGTERM")?;
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
         tokio::select! {
-            accepted = listener.accept() => connections.accept(accepted, graceful.watcher()),
+            (stream, peer) = listener.accept() => connections.accept(stream, peer, graceful.watcher()),
             _ = terminate.recv() => break,
         }
     }
@@ -195,7 +208,7 @@ pub async fn serve(shared: Arc<Shared>, addr: &str, options: Options) -> Result<
     tokio::pin!(grace);
     loop {
         tokio::select! {
-            accepted = listener.accept() => connections.accept(accepted, graceful.watcher()),
+            (stream, peer) = listener.accept() => connections.accept(stream, peer, graceful.watcher()),
             () = &mut grace => break,
         }
     }
@@ -226,18 +239,31 @@ struct Connections {
     in_flight: Arc<AtomicUsize>,
     /// Plain `tools/call` requests, answered without rmcp (see `fast.rs`).
     fast: Arc<FastPath>,
+    /// The connections open, against their limits.
+    caps: Arc<Caps>,
+    /// How long each may wait for a request.
+    timeouts: Timeouts,
+    /// The warnings about refused connections (at most one a second).
+    refusals: Arc<Mutex<Throttle>>,
 }
 
 impl Connections {
-    fn accept(
-        &self,
-        accepted: std::io::Result<(tokio::net::TcpStream, SocketAddr)>,
-        watcher: hyper_util::server::graceful::Watcher,
-    ) {
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                tracing::warn!("accept: {e}");
+    /// Serve a new connection on a task of its own, or close it at once if it would pass a
+    /// limit of [`Caps`].
+    fn accept(&self, stream: tokio::net::TcpStream, peer: SocketAddr, watcher: hyper_util::server::graceful::Watcher) {
+        let admitted = match self.caps.admit(peer.ip()) {
+            Ok(admitted) => admitted,
+            Err(limit) => {
+                self.shared.metrics.refused(limit.label());
+                let warn = self.refusals.lock().unwrap_or_else(|e| e.into_inner()).allow(std::time::Instant::now());
+                if let Some(suppressed) = warn {
+                    tracing::warn!(
+                        "closing a connection from {peer}: too many open ({} limit; {suppressed} more refused since \
+                         the last warning)",
+                        limit.label()
+                    );
+                }
+                refuse(&stream);
                 return;
             }
         };
@@ -248,14 +274,32 @@ impl Connections {
             tracing::debug!("TCP_NODELAY: {e}");
         }
         let this = self.clone();
+        let clock = Clock::new(self.timeouts);
         tokio::spawn(async move {
-            let handler = hyper::service::service_fn(move |request| {
-                let this = this.clone();
-                async move { Ok::<_, Infallible>(this.handle(request).await) }
+            let _admitted = admitted;
+            let metrics = this.shared.metrics.clone();
+            let handler = hyper::service::service_fn({
+                let clock = clock.clone();
+                move |request| {
+                    // In flight, for the clock, until its answer's body has been sent or dropped.
+                    let busy = clock.busy();
+                    let this = this.clone();
+                    async move {
+                        Ok::<_, Infallible>(this.handle(request).await.map(|inner| Tracked { inner, _guard: busy }))
+                    }
+                }
             });
-            let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), handler);
-            if let Err(e) = watcher.watch(connection).await {
-                tracing::debug!("HTTP connection: {e}");
+            let io = TokioIo::new(Watched::new(stream, clock.clone()));
+            let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, handler);
+            tokio::select! {
+                served = watcher.watch(connection) => if let Err(e) = served {
+                    tracing::debug!("HTTP connection: {e}");
+                },
+                // Nothing is in flight: dropping the connection loses no request.
+                expired = clock.expired() => {
+                    metrics.timed_out(expired.label());
+                    tracing::debug!("HTTP connection from {peer}: closed, no request for too long ({})", expired.label());
+                }
             }
         });
     }
@@ -264,7 +308,11 @@ impl Connections {
         // Health for load balancers and orchestrators: no token, nothing secret.
         match request.uri().path() {
             "/healthz" => return text(hyper::StatusCode::OK, "text/plain", "ok\n".into()),
-            "/readyz" => return readiness(&self.shared),
+            "/readyz" => {
+                let authorization = request.headers().get(hyper::header::AUTHORIZATION);
+                let details = self.token.as_ref().is_some_and(|t| t.accepts(authorization.map(|v| v.as_bytes())));
+                return readiness(&self.shared, details);
+            }
             _ => {}
         }
         let metrics = request.uri().path() == "/metrics";
@@ -329,13 +377,14 @@ impl Drop for InFlight {
     }
 }
 
-/// A response body that holds its [`InFlight`] until it is finished or dropped.
-struct Tracked {
+/// A response body that holds a guard (an [`InFlight`], a connection's
+/// [`Busy`](super::timeouts::Busy)) until it is finished or dropped.
+struct Tracked<G> {
     inner: http_body_util::combinators::BoxBody<Bytes, Infallible>,
-    _guard: InFlight,
+    _guard: G,
 }
 
-impl http_body::Body for Tracked {
+impl<G: Unpin> http_body::Body for Tracked<G> {
     type Data = Bytes;
     type Error = Infallible;
 
@@ -398,23 +447,37 @@ pub(super) fn text(status: hyper::StatusCode, content_type: &'static str, body: 
     response
 }
 
-/// `/readyz`: 200 with the number of tools offered (and why the last reload failed, if it
-/// did: the loaded tools still answer), or 503 while draining.
-fn readiness(shared: &Shared) -> Response {
+/// `/readyz`: 200 with the number of tools offered, or 503 while draining. With `details` (the
+/// request carries the bearer token) also why: why the last reload failed, if it did (the
+/// loaded tools still answer), and why the server is not ready. Without the token those stay
+/// out: `/readyz` answers anyone, with any `Host`, and a reload error quotes the config
+/// (paths, hook command lines and their arguments). Under `--no-auth` there is no token and
+/// so no details: the reload error is on stderr.
+fn readiness(shared: &Shared, details: bool) -> Response {
     let tools = shared.runtime().tools().count();
     let mut body = serde_json::json!({"ready": true, "tools": tools});
-    if let Some(why) = shared.reload_error() {
+    if let Some(why) = shared.reload_error().filter(|_| details) {
         body["last_reload_error"] = why.into();
     }
     let status = match shared.not_ready() {
         None => hyper::StatusCode::OK,
         Some(why) => {
             body["ready"] = false.into();
-            body["reason"] = why.into();
+            if details {
+                body["reason"] = why.into();
+            }
             hyper::StatusCode::SERVICE_UNAVAILABLE
         }
     };
     text(status, "application/json", format!("{body}\n"))
+}
+
+/// Close a connection over a limit: a 503 if the socket takes it at once (a client then knows
+/// why), never waiting for it, and the connection dropped.
+fn refuse(stream: &tokio::net::TcpStream) {
+    const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n\
+                          Connection: close\r\n\r\ntoo many connections\n";
+    let _ = stream.try_write(BUSY);
 }
 
 /// 401 for a request without the right token, saying where the token is.

@@ -5,8 +5,9 @@
 //!
 //! Counted from the runtime's events (calls by tool and outcome, their latency, permission
 //! decisions) and from the server itself (calls waiting for their turn, sessions, loaded tools,
-//! failed reloads). A tool label is a loaded tool's name, or `_other` for a name no loaded tool
-//! has: a client asking for made-up tools cannot grow the metrics without bound.
+//! failed reloads, open connections and those closed by the bounds of `bounds.rs`). A tool
+//! label is a loaded tool's name, or `_other` for a name no loaded tool has: a client asking
+//! for made-up tools cannot grow the metrics without bound.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -40,6 +41,16 @@ struct ToolLabels {
     tool: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LimitLabels {
+    limit: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WaitLabels {
+    wait: &'static str,
+}
+
 /// Latency buckets: 100 µs to about 26 s, ×4 each (a call ranges from a noop's tens of
 /// microseconds to a timeout's seconds).
 fn latency_histogram() -> Histogram {
@@ -59,6 +70,12 @@ pub struct Metrics {
     tools: Gauge,
     /// Reloads that failed (the loaded tools stayed in service).
     pub reload_failures: Counter,
+    /// Open HTTP connections.
+    pub connections: Gauge,
+    refused: Family<LimitLabels, Counter>,
+    timed_out: Family<WaitLabels, Counter>,
+    /// `accept` calls that failed (e.g. out of file descriptors).
+    pub accept_errors: Counter,
     /// The names of the loaded tools (the only tool labels besides [`OTHER_TOOL`]).
     known: RwLock<HashSet<String>>,
 }
@@ -71,6 +88,9 @@ impl Metrics {
         let latency = Family::<ToolLabels, Histogram, fn() -> Histogram>::new_with_constructor(latency_histogram);
         let (queued, sessions, tools) = (Gauge::default(), Gauge::default(), Gauge::default());
         let reload_failures = Counter::default();
+        let (connections, accept_errors) = (Gauge::default(), Counter::default());
+        let refused = Family::<LimitLabels, Counter>::default();
+        let timed_out = Family::<WaitLabels, Counter>::default();
         registry.register("calls", "Tool calls answered, by tool and outcome", calls.clone());
         registry.register("decisions", "Permission decisions, by decision", decisions.clone());
         registry.register("call_duration_seconds", "Time from a call's arrival to its result", latency.clone());
@@ -78,6 +98,18 @@ impl Metrics {
         registry.register("sessions", "Open MCP sessions", sessions.clone());
         registry.register("tools_loaded", "Tools offered", tools.clone());
         registry.register("reload_failures", "Reloads that failed, keeping the loaded tools", reload_failures.clone());
+        registry.register("connections", "Open HTTP connections", connections.clone());
+        registry.register(
+            "connections_refused",
+            "HTTP connections closed at once, by the limit reached",
+            refused.clone(),
+        );
+        registry.register(
+            "connections_timed_out",
+            "HTTP connections closed for waiting too long with no request in flight, by wait",
+            timed_out.clone(),
+        );
+        registry.register("accept_errors", "Failed accepts of HTTP connections", accept_errors.clone());
         Metrics {
             registry,
             calls,
@@ -87,6 +119,10 @@ impl Metrics {
             sessions,
             tools,
             reload_failures,
+            connections,
+            refused,
+            timed_out,
+            accept_errors,
             known: RwLock::default(),
         }
     }
@@ -113,6 +149,16 @@ impl Metrics {
             }
             _ => {}
         }
+    }
+
+    /// A connection was closed at once: `limit` (`total` or `peer`) was reached.
+    pub fn refused(&self, limit: &'static str) {
+        self.refused.get_or_create(&LimitLabels { limit }).inc();
+    }
+
+    /// A connection was closed after waiting too long for a request: `wait` is `head` or `idle`.
+    pub fn timed_out(&self, wait: &'static str) {
+        self.timed_out.get_or_create(&WaitLabels { wait }).inc();
     }
 
     fn label(&self, tool: &str) -> String {

@@ -12,12 +12,14 @@
 //! refused with a warning and the loaded tools stay in service. stdout carries only the protocol;
 //! logs go to stderr.
 
+mod bounds;
 mod fast;
 mod http;
 mod metrics;
 mod pipes;
 mod server;
 pub mod stdio;
+mod timeouts;
 mod token;
 
 pub use token::TOKEN_ENV;
