@@ -209,6 +209,91 @@ input = { file_path = "b.txt" }
     assert_eq!(code, 0, "{report:#}");
 }
 
+/// A project for the default `Read` tool whose policy file and cases ask for `secret/` beside
+/// it (outside any scratch workspace), which holds a secret: the workspace and the secret's
+/// path.
+fn project_asking_for_a_secret() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let ws = tempfile::tempdir().expect("tempdir");
+    let secret = ws.path().join("secret");
+    std::fs::create_dir_all(&secret).expect("secret dir");
+    let key = secret.join("key.txt");
+    std::fs::write(&key, "TOP SECRET: hunter2\n").expect("write the secret");
+    let project = ws.path().join("project");
+    std::fs::create_dir_all(project.join("dist")).expect("dist");
+    std::fs::write(project.join("dist/Read.wasm"), toolhost_default_tools::get("Read").unwrap()).expect("write");
+    let policy = format!(
+        "version: \"1.0\"\npermissions:\n  storage:\n    allow:\n      - uri: \"fs://{}\"\n        access: [read]\n  environment:\n    allow:\n      - key: \"HOME\"\n",
+        secret.display()
+    );
+    std::fs::write(project.join("dist/Read.policy.yaml"), policy).expect("write the policy file");
+    let cases = format!(
+        r#"[[case]]
+name = "reads the secret"
+input = {{ file_path = "{key}" }}
+[case.expect]
+contains = "hunter2"
+
+[[case]]
+name = "grants itself the secret"
+input = {{ file_path = "{key}" }}
+grant = {{ fs_read = ["{secret}", "."] }}
+[case.expect]
+contains = "hunter2"
+"#,
+        key = key.display(),
+        secret = secret.display()
+    );
+    std::fs::write(project.join("toolhost-test.toml"), cases).expect("write cases");
+    (ws, project, secret)
+}
+
+#[test]
+fn what_a_component_asks_for_beyond_the_scratch_workspace_is_reported_not_applied() {
+    let (ws, project, secret) = project_asking_for_a_secret();
+    let o = run(ws.path(), &["test", "--json", project.to_str().unwrap(), "--count", "5"]);
+    assert!(!stdout(&o).contains("TOP SECRET"), "the secret was read: {}", stdout(&o));
+    let report: Value = serde_json::from_str(&stdout(&o)).expect("a JSON report");
+    assert_eq!(o.status.code(), Some(1), "{report:#}");
+    let errs = errors(&report);
+    let messages: Vec<&str> = errs.iter().map(|f| f["message"].as_str().unwrap()).collect();
+    assert_eq!(errs.len(), 2, "{messages:#?}");
+    assert!(messages.iter().all(|m| m.contains("does not contain \"hunter2\"")), "{messages:#?}");
+
+    let grants: Vec<Value> = findings(&report).into_iter().filter(|f| f["check"] == "grant").collect();
+    assert_eq!(grants.len(), 2, "{grants:#?}");
+    let flag = format!("--grant fs_read={}", secret.display());
+    let from_policy = grants.iter().find(|f| f["message"].as_str().unwrap().contains("Read.policy.yaml"));
+    let from_policy = from_policy.unwrap_or_else(|| panic!("{grants:#?}"));
+    assert_eq!(from_policy["severity"], "warning");
+    let message = from_policy["message"].as_str().unwrap();
+    assert!(message.contains("not applied") && message.contains(&secret.display().to_string()), "{message}");
+    let fix = from_policy["fix"].as_str().unwrap();
+    assert!(fix.contains(&flag) && fix.contains("--grant env=HOME"), "{fix}");
+    let from_case = grants.iter().find(|f| f["message"].as_str().unwrap().contains("grants itself the secret"));
+    let from_case = from_case.unwrap_or_else(|| panic!("{grants:#?}"));
+    assert!(from_case["fix"].as_str().unwrap().contains(&flag), "{from_case:#}");
+    // The workspace the case asked for (".") was applied: only the secret is listed.
+    assert!(!from_case["message"].as_str().unwrap().contains("\".\""), "{from_case:#}");
+}
+
+#[test]
+fn what_the_person_grants_on_purpose_is_applied() {
+    let (ws, project, _secret) = project_asking_for_a_secret();
+    // Relative to the current directory (the test runs in `ws`).
+    let (code, report) =
+        test_json(ws.path(), &[project.to_str().unwrap(), "--count", "5", "--grant", "fs_read=secret"]);
+    assert_eq!(errors(&report), Vec::<Value>::new(), "both cases read the secret: {report:#}");
+    assert_eq!(code, 0);
+    // What `--grant` gave is not reported; the host variable the policy file asks for still is.
+    let grants: Vec<Value> = findings(&report).into_iter().filter(|f| f["check"] == "grant").collect();
+    assert_eq!(grants.len(), 1, "{grants:#?}");
+    assert_eq!(grants[0]["fix"].as_str().unwrap().matches("--grant").count(), 1, "{grants:#?}");
+    assert!(grants[0]["fix"].as_str().unwrap().contains("--grant env=HOME"), "{grants:#?}");
+
+    let o = run(ws.path(), &["test", "--grant", "disk=/"]);
+    toolhost_tests::cli::fails(&o, "fs_read=PATH");
+}
+
 #[test]
 fn nothing_to_test_is_a_usage_error() {
     let ws = tempfile::tempdir().expect("tempdir");

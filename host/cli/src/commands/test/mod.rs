@@ -10,11 +10,16 @@
 //! - the ceiling against what the calls did (a tool that may write but never wrote);
 //! - the author's cases ([`cases`], `toolhost-test.toml`).
 //!
+//! The component may be a stranger's: it gets the scratch workspace, and outside it only what
+//! the person passes with `--grant` ([`grant`]). What its policy file or a case asks for beyond
+//! that is reported, not applied.
+//!
 //! Exit status: 0 when nothing is an error, 1 when something is, 2 when nothing could be
 //! tested (no component, a cases file that does not parse).
 
 mod cases;
 mod generate;
+mod grant;
 mod report;
 mod schema;
 mod shrink;
@@ -59,6 +64,11 @@ pub struct TestCommand {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Give the component KIND=VALUE on purpose: fs_read=PATH, fs_write=PATH, net=HOST or
+    /// env=NAME (the host's variable, with its value). Repeatable. Outside the scratch
+    /// workspace it gets nothing else, whatever its policy file or cases ask for.
+    #[arg(long = "grant", value_name = "KIND=VALUE")]
+    grant: Vec<grant::GrantArg>,
 }
 
 /// Calls a failing input may be shrunk with (each is one call).
@@ -70,6 +80,7 @@ impl TestCommand {
     pub async fn execute(self, _global: &GlobalArgs) -> Result<u8> {
         let target = self.target.clone().unwrap_or_else(|| PathBuf::from("."));
         let files = components(&target)?;
+        let given = grant::Given::new(&self.grant, &std::env::current_dir().context("the current directory")?);
         // Optimised code only: a stack overflow's depth differs between the tiers' code, and
         // the reproducing command must meet the code the test ran (the compile cache keeps it).
         let engine = ToolEngine::new(&EngineOptions::default().tiering(false))?;
@@ -82,7 +93,7 @@ impl TestCommand {
                 Some(p) => cases::CasesFile::read(p)?,
                 None => cases::CasesFile::default(),
             };
-            let (tool_reports, results) = self.test_file(&engine, file, &cases).await;
+            let (tool_reports, results) = self.test_file(&engine, &given, file, &cases).await;
             if self.update
                 && let Some(path) = &cases_path
             {
@@ -133,6 +144,7 @@ impl TestCommand {
     async fn test_file(
         &self,
         engine: &ToolEngine,
+        given: &grant::Given,
         file: &Path,
         cases: &cases::CasesFile,
     ) -> (Vec<ToolReport>, Vec<Option<ToolResult>>) {
@@ -163,11 +175,15 @@ impl TestCommand {
             Ok(i) => i,
             Err(e) => return failed_load(toolhost::error_text(&e)),
         };
+        // Read here only to see what it asks for; one that cannot be read fails the load, as
+        // it would anywhere.
+        let policy = toolhost_policy::policy_file_path(file)
+            .and_then(|path| toolhost_policy::read_policy_file(&path).ok().flatten().map(|grant| (path, grant)));
         let mut reports = Vec::new();
         let mut results = vec![None; cases.case.len()];
         for info in &inspection.tools {
             let started = Instant::now();
-            let mut t = ToolTest::new(self, engine, file, info, &inspection.sha256);
+            let mut t = ToolTest::new(self, engine, file, info, &inspection.sha256, given, policy.as_ref());
             let (findings, examples) = schema::check(&info.description, &info.input_schema);
             t.findings.extend(findings);
             if let Err(e) = t.generated(examples).await {
@@ -229,6 +245,10 @@ struct ToolTest<'a> {
     file: &'a Path,
     info: &'a ToolInfo,
     sha256: &'a str,
+    /// What the person granted with `--grant`.
+    given: &'a grant::Given,
+    /// The policy file beside the component and its grant, if it has one.
+    policy: Option<&'a (PathBuf, Grant)>,
     findings: Vec<Finding>,
     counts: Counts,
     /// Hosts the calls reached or tried to reach (from the runtime's finish events).
@@ -249,14 +269,34 @@ impl<'a> ToolTest<'a> {
         file: &'a Path,
         info: &'a ToolInfo,
         sha256: &'a str,
+        given: &'a grant::Given,
+        policy: Option<&'a (PathBuf, Grant)>,
     ) -> Self {
+        let mut findings = Vec::new();
+        // `--grant` is narrowed to the ceiling like any grant; the person hears what of it the
+        // tool cannot get.
+        // (Its paths are absolute: the workspace they would be resolved against plays no part.)
+        let excess = if info.kind.describes_itself() {
+            toolhost_policy::grant_excess(&info.capabilities, &given.grant, Path::new("/"))
+        } else {
+            Vec::new()
+        };
+        if !excess.is_empty() {
+            findings.push(Finding::warning(
+                "grant",
+                format!("--grant gives {} more than its ceiling: {}", info.name, excess.join("; ")),
+                "the tool gets only what its ceiling allows of it (a write it may only read becomes a read); drop the rest",
+            ));
+        }
         ToolTest {
             command,
             engine,
             file,
             info,
             sha256,
-            findings: Vec::new(),
+            given,
+            policy,
+            findings,
             counts: Counts::default(),
             hosts: Arc::default(),
             wrote: false,
@@ -265,12 +305,60 @@ impl<'a> ToolTest<'a> {
         }
     }
 
+    /// The grant a run on `workspace` gets ([`grant::confine`]): what the case asks for (else
+    /// the policy file, else the default grant) inside the workspace, and `--grant`. What was
+    /// asked for and not applied is reported, once per policy file or case.
+    fn confine(&mut self, workspace: &Path, case: Option<&cases::Case>) -> grant::Confined {
+        let default = if self.info.kind.describes_itself() { Grant::workspace_read_write() } else { Grant::none() };
+        let (asked, from) = match (case.and_then(|c| c.grant.as_ref()), self.policy) {
+            (Some(g), _) => (g, format!("case {:?}", case.map(|c| c.name.as_str()).unwrap_or_default())),
+            (None, Some((path, g))) => (g, format!("its policy file {}", path.display())),
+            (None, None) => (&default, String::new()),
+        };
+        let no_env = BTreeMap::new();
+        let case_env = case.map_or(&no_env, |c| &c.env);
+        let confined = grant::confine(asked, workspace, self.given, case_env, |n| std::env::var(n).ok());
+        if !confined.not_applied.is_empty() {
+            let entries: Vec<&str> = confined.not_applied.iter().map(|n| n.entry.as_str()).collect();
+            let mut flags: Vec<&str> = Vec::new();
+            for n in &confined.not_applied {
+                if !flags.contains(&n.flag.as_str()) {
+                    flags.push(&n.flag);
+                }
+            }
+            self.report_once(format!("grant:{from}"), || {
+                Finding::warning(
+                    "grant",
+                    format!(
+                        "{from} asks for more than the scratch workspace; not applied (the test ran without it): {}",
+                        entries.join(", ")
+                    ),
+                    format!(
+                        "a component under test gets only what you pass; to grant it on purpose: {}",
+                        flags.join(" ")
+                    ),
+                )
+            });
+        }
+        confined
+    }
+
     /// A runtime with only this component loaded, on `workspace`, every call allowed (the
-    /// grant still bounds it), calls limited to `--timeout-ms`.
-    async fn runtime(&self, workspace: &Path, grant: Option<Grant>, env: &BTreeMap<String, String>) -> Result<Runtime> {
+    /// grant still bounds it), calls limited to `--timeout-ms`. The confined grant, narrowed to
+    /// the ceiling, becomes the tool's `[tools.NAME] grant`, which takes the place of a policy
+    /// file beside the component (so the runtime never applies that file here).
+    async fn runtime(&self, workspace: &Path, confined: &grant::Confined) -> Result<Runtime> {
+        let ceiling = self.info.kind.describes_itself().then_some(self.info.capabilities.as_slice());
+        let grant = grant::within_ceiling(&confined.grant, ceiling, workspace);
+        let mut tool = toml::Table::new();
+        tool.insert("grant".into(), toml::Value::try_from(&grant).context("the grant")?);
+        let mut limits = toml::Table::new();
+        limits.insert("timeout_ms".into(), toml::Value::try_from(self.command.timeout_ms).context("--timeout-ms")?);
+        let mut settings = toml::Table::new();
+        settings.insert("limits".into(), limits.into());
+        settings.insert("tools".into(), toml::Table::from_iter([(self.info.name.clone(), tool.into())]).into());
         let config =
-            Config::parse(&format!("[limits]\ntimeout_ms = {}\n", self.command.timeout_ms), Path::new("toolhost test"))
-                .context("the test's settings")?;
+            Config::parse(&toml::to_string(&settings)?, Path::new("toolhost test")).context("the test's settings")?;
         let hosts = self.hosts.clone();
         let mut builder = Runtime::builder()
             .engine(self.engine.clone())
@@ -278,15 +366,12 @@ impl<'a> ToolTest<'a> {
             .config(config)
             .permission_mode(Mode::Bypass)
             .tiering(false)
-            .env(env.clone())
+            .env(confined.env.clone())
             .events(Arc::new(move |event| {
                 if let Event::Finish { hosts: h, .. } = event {
                     hosts.lock().unwrap_or_else(|e| e.into_inner()).extend(h);
                 }
             }));
-        if let Some(grant) = grant {
-            builder = builder.default_grant(grant);
-        }
         if let Some(dir) = setup::cache_dir() {
             builder = builder.cache_dir(dir);
         }
@@ -307,7 +392,8 @@ impl<'a> ToolTest<'a> {
         std::fs::write(workspace.path().join("README.md"), "# A scratch workspace\n\nSome text.\n")?;
         std::fs::create_dir(workspace.path().join("src"))?;
         std::fs::write(workspace.path().join("src/main.txt"), "one\ntwo\nthree\n")?;
-        let runtime = self.runtime(workspace.path(), None, &BTreeMap::new()).await?;
+        let confined = self.confine(workspace.path(), None);
+        let runtime = self.runtime(workspace.path(), &confined).await?;
         let before = snapshot(workspace.path());
         let validator = jsonschema::validator_for(&self.info.input_schema).context("the input schema")?;
         let mut generator = Generator::new(&self.info.input_schema, self.command.seed);
@@ -537,7 +623,8 @@ impl<'a> ToolTest<'a> {
         let outcome = async {
             let workspace = tempfile::tempdir().context("a scratch workspace")?;
             case.lay_out(workspace.path())?;
-            let runtime = self.runtime(workspace.path(), case.grant.clone(), &case.env).await?;
+            let confined = self.confine(workspace.path(), Some(case));
+            let runtime = self.runtime(workspace.path(), &confined).await?;
             let before = snapshot(workspace.path());
             let input = case.input_json();
             let result = self.call(&runtime, &input).await;

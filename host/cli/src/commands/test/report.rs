@@ -19,7 +19,7 @@ pub enum Severity {
 pub struct Finding {
     pub severity: Severity,
     /// Which check found it (`schema`, `examples`, `descriptions`, `validate`,
-    /// `is-concurrency-safe`, `call`, `ceiling`, `case`, `load`).
+    /// `is-concurrency-safe`, `call`, `ceiling`, `case`, `load`, `grant`).
     pub check: &'static str,
     pub message: String,
     /// What to change.
