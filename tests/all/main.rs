@@ -21,6 +21,7 @@ mod http;
 mod install_script;
 mod kinds;
 mod kinds_props;
+mod launch_gate;
 mod limits;
 mod load;
 mod mcp;

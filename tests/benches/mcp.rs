@@ -64,22 +64,17 @@ fn main() {
             .env("TOOLHOST_CACHE_DIR", cache.path().join("cache"));
         c
     };
-    // The same tool as an MCP server's tool: a second `toolhost mcp` whose config names the
-    // first as `[mcp_servers.inner]`, so each call goes client → proxy's pipeline (schema,
-    // rules, hooks, audit, limits) → rmcp client → stdio → the first server's pipeline → Noop.
-    // What it adds over the direct row is the cost of an MCP tool source.
+    // An MCP server's tool: `toolhost mcp` whose config names the reference server as
+    // `[mcp_servers.inner]` (toolhost never starts itself as a tool source), so each call goes
+    // client → toolhost's pipeline (schema, rules, hooks, audit, limits) → rmcp client → stdio
+    // → the reference server. What it adds over the reference row is the cost of an MCP tool
+    // source.
     let proxy_ws = toolhost_tests::workspace();
-    let inner_args: Vec<String> = ["mcp", "--no-default-tools", "--permission-mode", "bypass", "--tools"]
-        .into_iter()
-        .map(String::from)
-        .chain([tools.display().to_string(), "--workspace".into(), ws.path().display().to_string()])
-        .collect();
     std::fs::write(
         proxy_ws.path().join("toolhost.toml"),
         format!(
-            "[mcp_servers.inner]\ncommand = {:?}\nargs = {inner_args:?}\nenv = {{ TOOLHOST_CACHE_DIR = {:?} }}\n",
-            toolhost_tests::cli::binary().display().to_string(),
-            cache.path().join("cache").display().to_string()
+            "[mcp_servers.inner]\ncommand = {:?}\nargs = [\"--reference-server\"]\n",
+            std::env::current_exe().unwrap().display().to_string(),
         ),
     )
     .unwrap();
@@ -99,7 +94,6 @@ fn main() {
     };
     println!("stdio, {calls} calls of Noop, best of {repeats} runs per figure");
     let mut floor = None;
-    let mut direct = None;
     for (label, command, tool) in [
         ("reference server", &reference as &dyn Fn() -> Command, "Noop"),
         ("toolhost mcp", &toolhost, "Noop"),
@@ -124,11 +118,12 @@ fn main() {
             micros(p90),
             beyond.unwrap_or_default()
         );
-        if let (Some(d), true) = (direct, tool != "Noop") {
-            println!("{:<18} an MCP tool source adds {:+.1} µs per sequential call", "", micros(median) - micros(d));
-        }
-        if label == "toolhost mcp" {
-            direct = Some(median);
+        if let (Some(f), true) = (floor, tool != "Noop") {
+            println!(
+                "{:<18} an MCP tool source adds {:+.1} µs per sequential call over its server alone",
+                "",
+                micros(median) - micros(f)
+            );
         }
         floor.get_or_insert(median);
     }

@@ -34,6 +34,11 @@ pub fn report_once(settings: &ClaudeSettings) {
             rules.join(", ")
         );
     }
+    if let Some(origin) = &settings.held_mode {
+        say!(
+            "note: {origin}: the default mode bypassPermissions applies only once this workspace is trusted (`toolhost trust`)"
+        );
+    }
     for (name, origin) in &settings.held_servers {
         say!("note: {origin}: the MCP server {name} starts only once this workspace is trusted (`toolhost trust`)");
     }

@@ -19,11 +19,11 @@ use rmcp::service::PeerRequestOptions;
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService, ServiceExt as _};
 use rmcp::transport::TokioChildProcess;
 use serde_json::Value;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use toolhost::pins::{Clearance, Cleared};
 use toolhost::{Answer, Caller, PermissionDecider, RemoteBlock, RemoteOutput, RemoteServer, RemoteTool, Runtime};
-use toolhost_policy::{Config, McpServerConfig};
+use toolhost_policy::launch::{self, HttpSpec, LaunchError, LaunchSpec, ServerLaunch};
 
 /// How long a server may take to start and list its tools.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -368,14 +368,29 @@ fn block(b: &ContentBlock) -> RemoteBlock {
 /// already said on stderr. Every server is [`Supervised`]: one that failed to start is
 /// registered with no tools and tried again at every refresh of the lists (before each agent
 /// turn), and one that stops is started again at its next call or refresh.
-pub async fn connect_all(runtime: &Runtime, config: &Config, workspace: &Path) -> Vec<String> {
+///
+/// Only servers the pin check cleared start ([`Clearance`]). One that is toolhost itself, or
+/// any stdio server when this toolhost runs under another, is not started and says why on
+/// stderr (not a load error: its tools are this process's own).
+pub async fn connect_all(runtime: &Runtime, cleared: Clearance) -> Vec<String> {
     let mut errors = Vec::new();
     let person = runtime.decider();
-    for (name, server) in &config.mcp_servers {
+    for (name, launch) in cleared.servers() {
+        let launch = match launch {
+            Ok(launch) => launch.clone(),
+            Err(e @ (LaunchError::Toolhost(_) | LaunchError::Nested(_))) => {
+                eprintln!("toolhost: MCP server {} not started: {e}", crate::setup::printable(name));
+                continue;
+            }
+            Err(e) => {
+                errors.push(format!("MCP server {name}: {e}"));
+                continue;
+            }
+        };
+        let name = name.to_string();
         let supervised = Supervised {
             name: name.clone(),
-            config: server.clone(),
-            workspace: workspace.to_path_buf(),
+            launch,
             person: person.clone(),
             state: tokio::sync::Mutex::new(State { server: None, why: String::new(), stops: 0 }),
         };
@@ -386,7 +401,7 @@ pub async fn connect_all(runtime: &Runtime, config: &Config, workspace: &Path) -
                 Vec::new()
             }
         };
-        for e in runtime.set_remote_tools(name, tools, Arc::new(supervised)) {
+        for e in runtime.set_remote_tools(&name, tools, Arc::new(supervised)) {
             errors.push(toolhost::error_text(&e));
         }
     }
@@ -409,8 +424,8 @@ const MAX_RESTARTS: u32 = 5;
 /// have had effects.
 struct Supervised {
     name: String,
-    config: McpServerConfig,
-    workspace: std::path::PathBuf,
+    /// The server as the pin check cleared it: every start runs exactly this.
+    launch: Cleared<ServerLaunch>,
     person: Option<Arc<dyn PermissionDecider>>,
     state: tokio::sync::Mutex<State>,
 }
@@ -450,9 +465,7 @@ impl Supervised {
         if state.stops > MAX_RESTARTS {
             return Err(format!("{}; it stopped {} times and is not started again", state.why, state.stops));
         }
-        let tried =
-            tokio::time::timeout(timeout, connect(&self.name, &self.config, &self.workspace, self.person.clone()))
-                .await;
+        let tried = tokio::time::timeout(timeout, connect(&self.name, &self.launch, self.person.clone())).await;
         let why = match tried {
             Ok(Ok((tools, server))) => {
                 if state.stops > 0 {
@@ -494,45 +507,41 @@ impl RemoteServer for Supervised {
 
 async fn connect(
     name: &str,
-    server: &McpServerConfig,
-    workspace: &Path,
+    launch: &Cleared<ServerLaunch>,
     person: Option<Arc<dyn PermissionDecider>>,
 ) -> Result<(Vec<RemoteTool>, Arc<Server>), String> {
     let calls = Arc::new(std::sync::Mutex::new(Calls::default()));
     let may_ask = person.is_some() || CALLERS_MAY_ANSWER.load(std::sync::atomic::Ordering::Relaxed);
     let client = Client { server: name.to_string(), may_ask, calls: calls.clone() };
-    let (service, stderr) = match (&server.command, &server.url) {
-        (Some(command), _) => {
-            let (service, tail) = start(client, command.get_ref(), server, workspace).await?;
+    let (service, stderr) = match &**launch {
+        ServerLaunch::Stdio(spec) => {
+            let (service, tail) = start(client, spec).await?;
             (service, Some(tail))
         }
-        (None, Some(url)) => (reach(client, url.get_ref(), server).await?, None),
-        (None, None) => return Err("it has neither `command` (stdio) nor `url` (streamable HTTP)".to_string()),
+        ServerLaunch::Http(spec) => (reach(client, spec).await?, None),
     };
     let tools = listed(name, &service).await?;
     Ok((tools, Arc::new(Server { name: name.to_string(), service, stderr, calls })))
 }
 
-/// A stdio server: its process, in the workspace, as Claude Code starts it.
-async fn start(
-    client: Client,
-    command: &str,
-    server: &McpServerConfig,
-    workspace: &Path,
-) -> Result<(RunningService<RoleClient, Client>, Tail), String> {
-    let mut cmd = tokio::process::Command::new(expand(command)?);
-    for arg in &server.args {
-        cmd.arg(expand(arg)?);
-    }
-    for (key, value) in &server.env {
-        cmd.env(key, expand(value)?);
-    }
-    // The MCP server's own bearer token is not another server's business.
-    cmd.current_dir(workspace).env_remove(crate::commands::mcp::TOKEN_ENV);
+/// A stdio server: its process, in the workspace, as Claude Code starts it, from the
+/// description the pin check cleared (argv and environment already expanded).
+async fn start(client: Client, spec: &LaunchSpec) -> Result<(RunningService<RoleClient, Client>, Tail), String> {
+    let mut cmd = tokio::process::Command::new(&spec.program);
+    cmd.args(&spec.args)
+        // Its directories are pinned whole: no `__pycache__` files in them (each would be a new
+        // file to confirm), unless its own env says otherwise.
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .envs(&spec.env)
+        .current_dir(&spec.cwd)
+        // The MCP server's own bearer token is not another server's business.
+        .env_remove(crate::commands::mcp::TOKEN_ENV)
+        // A toolhost it starts, however it is named, knows it runs under one.
+        .env(launch::DEPTH_ENV, launch::depth().saturating_add(1).to_string());
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", server.command_line().unwrap_or_default()))?;
+        .map_err(|e| format!("cannot start {}: {e}", spec.shown()))?;
     let tail = Arc::new(std::sync::Mutex::new(String::new()));
     let reader = stderr.map(|stderr| tokio::spawn(read_stderr(client.server.clone(), stderr, tail.clone())));
     match client.serve(transport).await {
@@ -598,22 +607,18 @@ async fn read_stderr(server: String, stderr: tokio::process::ChildStderr, tail: 
 
 /// A streamable HTTP server: `headers` (expanded) on every request, and `Authorization:
 /// Bearer …` from `bearer_token_env`.
-async fn reach(
-    client: Client,
-    url: &str,
-    server: &McpServerConfig,
-) -> Result<RunningService<RoleClient, Client>, String> {
+async fn reach(client: Client, spec: &HttpSpec) -> Result<RunningService<RoleClient, Client>, String> {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-    let url = expand(url)?;
+    let url = &spec.url;
     let mut headers = std::collections::HashMap::new();
-    for (key, value) in &server.headers {
+    for (key, value) in &spec.headers {
         let name = http::HeaderName::from_bytes(key.as_bytes()).map_err(|e| format!("header {key:?}: {e}"))?;
-        let value = http::HeaderValue::from_str(&expand(value)?).map_err(|e| format!("header {key}: {e}"))?;
+        let value = http::HeaderValue::from_str(value).map_err(|e| format!("header {key}: {e}"))?;
         headers.insert(name, value);
     }
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
-    if let Some(var) = &server.bearer_token_env {
+    if let Some(var) = &spec.bearer_token_env {
         let token = std::env::var(var).map_err(|_| format!("bearer_token_env names {var}, which is not set"))?;
         config = config.auth_header(token);
     }
@@ -621,40 +626,9 @@ async fn reach(
     client.serve(transport).await.map_err(|e| format!("the MCP handshake with {url} failed: {e}"))
 }
 
-/// `${VAR}` and `${VAR:-default}` from the environment, as Claude Code expands `.mcp.json`; an
-/// unset variable without a default is an error naming it.
-fn expand(text: &str) -> Result<String, String> {
-    expand_with(text, |var| std::env::var(var).ok())
-}
-
-fn expand_with(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let Some(end) = rest[start..].find('}') else {
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        let inner = &rest[start + 2..start + end];
-        let (var, default) = match inner.split_once(":-") {
-            Some((v, d)) => (v, Some(d)),
-            None => (inner, None),
-        };
-        match (lookup(var), default) {
-            (Some(value), _) => out.push_str(&value),
-            (None, Some(d)) => out.push_str(d),
-            (None, None) => return Err(format!("the variable {var} is not set (named as ${{{var}}})")),
-        }
-        rest = &rest[start + end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{Calls, InFlight, STDERR_TAIL_CHARS, expand_with, read_stderr};
+    use super::{Calls, InFlight, STDERR_TAIL_CHARS, read_stderr};
     use std::sync::Arc;
     use toolhost::Caller;
 
@@ -700,17 +674,6 @@ mod tests {
         assert_eq!(only().unwrap_err(), "none of its tools is being called", "between calls");
         assert!(calls.lock().unwrap().by_token(3).is_none());
         assert_eq!(client.0.load(std::sync::atomic::Ordering::Relaxed), 0);
-    }
-
-    #[test]
-    fn variables_expand_as_claude_code_expands_them() {
-        let env = |var: &str| (var == "SET").then(|| "v".to_string());
-        let expand = |text: &str| expand_with(text, env);
-        assert_eq!(expand("a${SET}b").unwrap(), "avb");
-        assert_eq!(expand("${UNSET:-d}").unwrap(), "d");
-        assert_eq!(expand("${SET:-d}").unwrap(), "v");
-        assert!(expand("${UNSET}").unwrap_err().contains("UNSET"));
-        assert_eq!(expand("plain ${").unwrap(), "plain ${");
     }
 
     /// A server that writes 64 MiB to stderr without a newline, then a last line: the tail that

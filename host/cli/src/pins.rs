@@ -7,7 +7,7 @@ use crate::setup::{self, GlobalArgs, printable};
 use anyhow::{Context, Result};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use toolhost::pins::{self, Change, PinError, PinStore, Pins};
+use toolhost::pins::{self, Change, Clearance, Gate, GateError, PinError, PinStore, Pins};
 use toolhost_policy::Config;
 
 /// What to do with a widening change when there are no pins to confirm it.
@@ -62,11 +62,14 @@ impl Subject {
         Ok(Subject { workspace, config, shown: given.display().to_string(), tool_files })
     }
 
+    /// The pin check of this subject.
+    pub fn gate(&self) -> Gate<'_> {
+        Gate { workspace: &self.workspace, config_path: &self.config, tool_files: &self.tool_files }
+    }
+
     /// The pins of the state now, for `config` (as loaded from this subject's file).
     pub fn current(&self, config: &Config) -> Pins {
-        let mut pins = Pins::current(config, Some(&self.config), &self.workspace);
-        pins.summary.pin_policy_files(self.tool_files.iter().map(PathBuf::as_path));
-        pins
+        self.gate().current(config)
     }
 
     /// The pin file's path, for a watcher (it may not exist).
@@ -90,14 +93,26 @@ pub fn store() -> Result<PinStore, PinError> {
     PinStore::open(&dir)
 }
 
-/// Compare the config in use and its hook files with the pins of this workspace, before
-/// anything is built from them. Unchanged: nothing happens. No pins yet: they are recorded.
-/// Only narrowing changes: they apply and the pins follow. A widening change: a person's yes
-/// on the terminal (with `AskOnTerminal`), else an error naming each change and `toolhost trust`.
+/// Compare the config in use and the files its hooks and servers run with the pins of this
+/// workspace, before anything is built from them ([`toolhost::pins::Gate`]). Unchanged:
+/// nothing happens. No pins yet: they are recorded. Only narrowing changes: they apply and the
+/// pins follow. A widening change: a person's yes on the terminal (with `AskOnTerminal`), else
+/// an error naming each change and `toolhost trust`. What it returns is the only way to start
+/// a server.
 ///
 /// When the state directory cannot be used the start is judged against a config-less baseline
 /// (fail closed): what widens on that is held as above, the rest runs.
-pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Result<()> {
+pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Result<Clearance> {
+    // A hook that runs toolhost, whose hook runs toolhost, …: the chain is cut here (a server
+    // chain stops one level earlier, as a toolhost under another starts no server).
+    let depth = toolhost_policy::launch::depth();
+    if depth >= 2 {
+        anyhow::bail!(
+            "toolhost runs {depth} levels deep under toolhost ({}={depth}): a chain of toolhost processes started \
+             by hooks stops here",
+            toolhost_policy::launch::DEPTH_ENV
+        );
+    }
     let mut subject = Subject::of(args)?;
     // The settings files read with the config are judged with it: name them too.
     if let Some(claude) = &config.claude
@@ -106,65 +121,26 @@ pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Res
         let files: Vec<String> = claude.files.iter().map(|(_, f)| shown(f, &subject)).collect();
         subject.shown = format!("{} (with {})", subject.shown, files.join(", "));
     }
-    let mut current = subject.current(config);
-    let (trusted, store, unconfirmed) = match store() {
-        Err(e) => {
-            tracing::warn!(
-                "{}; changes that widen what runs on the host cannot be confirmed",
-                toolhost::error_text(&e)
-            );
-            (Pins::baseline(&subject.workspace, Some(&subject.config)), None, Some(toolhost::error_text(&e)))
-        }
-        Ok(store) => match store.read(&subject.workspace, Some(&subject.config)) {
-            Ok(Some(pins)) => {
-                current.carry_unloaded(&pins);
-                (pins, Some(store), None)
+    let gate = subject.gate();
+    let mut confirm =
+        |wider: &[&Change]| on_widening == OnWidening::AskOnTerminal && someone_to_ask() && confirm(&subject, wider);
+    match gate.check(config, store(), &mut confirm) {
+        Ok(clearance) => Ok(clearance),
+        Err(GateError::Widening { changes, unconfirmed }) => {
+            let list = changes.iter().map(|c| c.what.as_str()).collect::<Vec<_>>().join("; ");
+            match unconfirmed {
+                Some(why) => anyhow::bail!(
+                    "cannot confirm {} ({why}): {list}. Review it, fix the state directory, then run `toolhost \
+                     trust` to accept.",
+                    subject.shown
+                ),
+                None => anyhow::bail!(
+                    "{} changed since it was trusted: {list}. Review it, then run `toolhost trust` to accept.",
+                    subject.shown
+                ),
             }
-            Ok(None) => {
-                // Trust on first use.
-                save(&store, &current);
-                return Ok(());
-            }
-            Err(e) => {
-                tracing::warn!("{}; comparing with no config at all", toolhost::error_text(&e));
-                (Pins::baseline(&subject.workspace, Some(&subject.config)), Some(store), Some(toolhost::error_text(&e)))
-            }
-        },
-    };
-    if trusted == current {
-        return Ok(());
-    }
-    let changes = pins::changes(&trusted, &current);
-    let wider: Vec<&Change> = changes.iter().filter(|c| c.widens).collect();
-    if wider.is_empty() {
-        if let Some(store) = &store {
-            save(store, &current);
         }
-        return Ok(());
-    }
-    if on_widening == OnWidening::AskOnTerminal && someone_to_ask() && confirm(&subject, &wider)? {
-        if let Some(store) = &store {
-            save(store, &current);
-        }
-        return Ok(());
-    }
-    let list = wider.iter().map(|c| c.what.as_str()).collect::<Vec<_>>().join("; ");
-    match unconfirmed {
-        Some(why) => anyhow::bail!(
-            "cannot confirm {} ({why}): {list}. Review it, fix the state directory, then run `toolhost trust` to accept.",
-            subject.shown
-        ),
-        None => anyhow::bail!(
-            "{} changed since it was trusted: {list}. Review it, then run `toolhost trust` to accept.",
-            subject.shown
-        ),
-    }
-}
-
-/// Record `pins`; a failure is a warning (the start goes on with what was checked).
-fn save(store: &PinStore, pins: &Pins) {
-    if let Err(e) = store.write(pins) {
-        tracing::warn!("cannot record the trusted config and hook files: {}", toolhost::error_text(&e));
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -174,8 +150,13 @@ fn someone_to_ask() -> bool {
     !ci && std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// Show the widening changes on the terminal and ask (y/N); no terminal or no answer is a no.
-fn confirm(subject: &Subject, wider: &[&Change]) -> Result<bool> {
+/// Show the widening changes on the terminal and ask (y/N); no terminal, no answer or a
+/// terminal that fails is a no.
+fn confirm(subject: &Subject, wider: &[&Change]) -> bool {
+    ask(subject, wider).unwrap_or(false)
+}
+
+fn ask(subject: &Subject, wider: &[&Change]) -> Result<bool> {
     let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return Ok(false) };
     let mut out = &tty;
     // What changed comes from files a cloned repository wrote: shown escaped, so that it

@@ -222,13 +222,14 @@ pub async fn load(args: &GlobalArgs, verbose_events: bool) -> Result<Loaded> {
 /// and stderr, a trap's guest backtrace) as a JSON line to `trace_file`.
 pub async fn load_traced(args: &GlobalArgs, verbose_events: bool, trace_file: Option<&Path>) -> Result<Loaded> {
     let config = load_config(args)?;
-    crate::pins::check(args, &config, OnWidening::AskOnTerminal)?;
+    let cleared = crate::pins::check(args, &config, OnWidening::AskOnTerminal)?;
     let (events, decider) = terminal_events_and_asks(verbose_events, None, trace_file)?;
-    build_and_load(args, config, events, decider, None, false).await
+    build_and_load(args, config, Some(cleared), events, decider, None, false).await
 }
 
 /// [`load`] without the check of pins (`toolhost trust`), for `toolhost compile`, which
-/// calls no tool and runs no hook: it compiles, and runs only `schema` (with no capabilities)
+/// calls no tool, runs no hook and starts no MCP server (it holds no
+/// [`toolhost::pins::Clearance`]): it compiles, and runs only `schema` (with no capabilities)
 /// of a tool no earlier load described, as `toolhost inspect` does. A background compile after
 /// `add` must not wait for a trust that only the next call needs.
 pub async fn load_unpinned(args: &GlobalArgs) -> Result<Loaded> {
@@ -237,16 +238,16 @@ pub async fn load_unpinned(args: &GlobalArgs) -> Result<Loaded> {
     // a file for the host to open (it would be created, wherever it points).
     config.audit = Default::default();
     let (events, _) = terminal_events_and_asks(false, None, None)?;
-    build_and_load(args, config, events, None, None, false).await
+    build_and_load(args, config, None, events, None, None, false).await
 }
 
 /// [`load`], also writing every event as a JSON line to `events_file` (start, progress and
 /// finish with duration and outcome kind).
 pub async fn load_with_events(args: &GlobalArgs, verbose_events: bool, events_file: Option<&Path>) -> Result<Loaded> {
     let config = load_config(args)?;
-    crate::pins::check(args, &config, OnWidening::AskOnTerminal)?;
+    let cleared = crate::pins::check(args, &config, OnWidening::AskOnTerminal)?;
     let (events, decider) = terminal_events_and_asks(verbose_events, events_file, None)?;
-    build_and_load(args, config, events, decider, None, true).await
+    build_and_load(args, config, Some(cleared), events, decider, None, true).await
 }
 
 /// Events printed on stderr (and written to `events_file`), and asks on the terminal if there
@@ -286,13 +287,16 @@ pub async fn load_with(
     on_widening: OnWidening,
 ) -> Result<Loaded> {
     let config = load_config(args)?;
-    crate::pins::check(args, &config, on_widening)?;
-    build_and_load(args, config, events, None, scheduler, true).await
+    let cleared = crate::pins::check(args, &config, on_widening)?;
+    build_and_load(args, config, Some(cleared), events, None, scheduler, true).await
 }
 
+/// Build the runtime and load every tool; start the MCP servers `cleared` holds (none
+/// without a pin check).
 async fn build_and_load(
     args: &GlobalArgs,
     config: Config,
+    cleared: Option<toolhost::pins::Clearance>,
     events: toolhost::EventSink,
     decider: Option<Arc<dyn toolhost::PermissionDecider>>,
     scheduler: Option<Arc<toolhost::Scheduler>>,
@@ -445,7 +449,9 @@ async fn build_and_load(
         })
         .collect();
     // MCP servers: their tools join the pool beside the components.
-    load_errors.extend(crate::mcp_servers::connect_all(&runtime, &config, &workspace).await);
+    if let Some(cleared) = cleared {
+        load_errors.extend(crate::mcp_servers::connect_all(&runtime, cleared).await);
+    }
     Ok(Loaded { runtime, load_errors })
 }
 

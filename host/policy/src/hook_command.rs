@@ -118,6 +118,24 @@ pub enum Unanalysable {
     /// `PATH=…`: changes which programs the names stand for.
     #[error("setting PATH changes which programs the command's names run")]
     SetsPath,
+    /// A variable whose value is code, options or a command line (`NODE_OPTIONS`,
+    /// `GIT_SSH_COMMAND`, `LD_PRELOAD`: [`crate::launch::LOADER_VARIABLES`]).
+    #[error("`{name}` ({read_by}) makes the program run code its command line does not name")]
+    CodeVariable {
+        /// The variable.
+        name: String,
+        /// What reads it.
+        read_by: &'static str,
+    },
+    /// A variable listing places code is loaded from names the workspace (or above it, or
+    /// an empty entry: the working directory), which tools write.
+    #[error("`{name}` ({read_by}) names the workspace itself or a directory above it, which tools write")]
+    LoadsFromWorkspace {
+        /// The variable.
+        name: String,
+        /// What reads it.
+        read_by: &'static str,
+    },
     /// `~` or `$HOME` with no home directory known.
     #[error("`~` and $HOME name the home directory, which is not known here (HOME is not set)")]
     NoHome,
@@ -255,6 +273,10 @@ pub fn hook_protected_paths(
 ) -> Result<Vec<PathBuf>, HookError> {
     let command = hook.command.get_ref();
     let mut out = Vec::new();
+    // A hook toolhost cannot run runs no file.
+    if hook.refuses.is_some() {
+        return Ok(out);
+    }
     if let Some(files) = &hook.files {
         for (index, f) in files.iter().enumerate() {
             let path = normalize(&workspace.join(f.get_ref()));

@@ -36,6 +36,7 @@ mod fs;
 mod grant;
 mod hook;
 mod hook_command;
+pub mod launch;
 mod limits;
 mod net;
 mod path;

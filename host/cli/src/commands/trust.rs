@@ -8,6 +8,8 @@ use crate::setup::{self, GlobalArgs, printable};
 use anyhow::Result;
 use clap::Args;
 use toolhost::pins::Pins;
+use toolhost_policy::Config;
+use toolhost_policy::launch::ServerLaunch;
 
 #[derive(Args, Debug)]
 pub struct TrustCommand {
@@ -20,7 +22,10 @@ impl TrustCommand {
     pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
         // What is trusted includes the project's own allow rules (`.claude/settings.json`),
         // which apply only in a trusted workspace; `--show` shows the state as it is.
-        let config = setup::load_config_as(global, !self.show || pins::workspace_trusted(global))?;
+        let trusted_now = pins::workspace_trusted(global);
+        let config = setup::load_config_as(global, !self.show || trusted_now)?;
+        // Everything that would run once trusted, servers a cloned workspace brings included.
+        let whole = if self.show && !trusted_now { setup::load_config_as(global, true)? } else { config.clone() };
         let subject = Subject::of(global)?;
         let mut current = subject.current(&config);
         let store = pins::store()?;
@@ -56,8 +61,10 @@ impl TrustCommand {
                 }
                 Err(e) => outln!("cannot read the pins: {}", toolhost::error_text(e)),
             }
+            show_programs(&whole, &config, &subject);
             return Ok(0);
         }
+        show_programs(&config, &config, &subject);
         // What is accepted, so that the person sees it once more.
         if let Ok(Some(p)) = &trusted {
             for c in toolhost::pins::changes(p, &current) {
@@ -107,5 +114,48 @@ fn show(p: &Pins, subject: &Subject) {
             g.env,
             if g.allow_private_network { ", allow_private_network" } else { "" }
         );
+    }
+}
+
+/// Every MCP server `whole` would start or reach, as it would run: the command line after
+/// `${VAR}` expansion, its `env` or `headers` as written (secret-looking values masked), and
+/// whether it is held until the workspace is trusted (in `whole`, not in `now`).
+fn show_programs(whole: &Config, now: &Config, subject: &Subject) {
+    for (name, server) in &whole.mcp_servers {
+        let held =
+            if now.mcp_servers.contains_key(name) { "" } else { " (held: starts once the workspace is trusted)" };
+        let name = printable(name);
+        match server.launch(&subject.workspace) {
+            Ok(ServerLaunch::Stdio(spec)) => {
+                outln!("  server:     {name} [{}]{held}", printable(&spec.shown()));
+                for (k, v) in &spec.env_written {
+                    outln!("    env       {}={}", printable(k), printable(&masked(k, v)));
+                }
+            }
+            Ok(ServerLaunch::Http(spec)) => {
+                outln!("  server:     {name} {}{held}", printable(&spec.url));
+                for (k, v) in &spec.headers_written {
+                    outln!("    header    {}: {}", printable(k), printable(&masked(k, v)));
+                }
+                if let Some(var) = &spec.bearer_token_env {
+                    outln!("    header    Authorization: Bearer ${{{}}}", printable(var));
+                }
+            }
+            Err(e) => outln!("  server:     {name} not started: {}{held}", printable(&e.to_string())),
+        }
+    }
+}
+
+/// A value as written, or masked when it may be a secret: one that names no variable under a
+/// name that sounds like a credential (`TOKEN`, `KEY`, `SECRET`, `PASSWORD`, `AUTH`, …).
+fn masked(name: &str, value: &str) -> String {
+    let upper = name.to_ascii_uppercase();
+    let secret =
+        ["TOKEN", "KEY", "SECRET", "PASS", "AUTH", "CRED", "COOKIE", "SESSION"].iter().any(|w| upper.contains(w));
+    let only_variables = value.starts_with("${") && value.ends_with('}') && !value[2..].contains("${");
+    if secret && !only_variables {
+        format!("••• ({} characters, masked)", value.chars().count())
+    } else {
+        value.to_string()
     }
 }

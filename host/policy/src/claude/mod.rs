@@ -220,6 +220,9 @@ pub struct ClaudeSettings {
     pub held: Vec<SettingsRule>,
     /// `defaultMode` of the highest file that sets one.
     pub mode: Option<(Mode, Origin)>,
+    /// A `bypassPermissions` default of the project or local settings, held until the
+    /// workspace is trusted: a cloned repository may not switch every question off.
+    pub held_mode: Option<Origin>,
     /// The hooks, by toolhost's event key (`pre_tool_use`, …), each with its origin.
     pub hooks: Vec<(&'static str, HookConfig)>,
     /// `env`, later files overriding earlier ones: given to every hook.
@@ -317,44 +320,11 @@ const OTHER_EVENTS: &[&str] = &[
 ];
 
 /// Whether a variable decides which programs, libraries or start-up files a hook's programs
-/// load (`PATH`, `LD_PRELOAD`, `PYTHONPATH`, `BASH_ENV`, …). A settings file may not set one
-/// for hooks: it would make a hook run code from a place nothing pins or protects.
+/// load ([`crate::launch::LOADER_VARIABLES`]: `PATH`, `LD_PRELOAD`, `PYTHONPATH`, `GIT_DIR`,
+/// …). A settings file may not set one for hooks: it would make a hook run code from a place
+/// nothing pins or protects.
 fn changes_what_runs(name: &str) -> bool {
-    const NAMES: &[&str] = &[
-        "PATH",
-        "BASH_ENV",
-        "ENV",
-        "SHELLOPTS",
-        "BASHOPTS",
-        "IFS",
-        "CDPATH",
-        "PYTHONPATH",
-        "PYTHONHOME",
-        "PYTHONSTARTUP",
-        "PYTHONUSERBASE",
-        "NODE_OPTIONS",
-        "NODE_PATH",
-        "PERL5LIB",
-        "PERL5OPT",
-        "PERLLIB",
-        "RUBYLIB",
-        "RUBYOPT",
-        "GEM_PATH",
-        "GEM_HOME",
-        "JAVA_TOOL_OPTIONS",
-        "CLASSPATH",
-        "HOME",
-        "XDG_CONFIG_HOME",
-        "ZDOTDIR",
-        "GIT_EXEC_PATH",
-        "GIT_CONFIG_GLOBAL",
-        "GIT_CONFIG_SYSTEM",
-        "PROMPT_COMMAND",
-    ];
-    let upper = name.to_ascii_uppercase();
-    NAMES.contains(&upper.as_str())
-        || ["LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG_"].iter().any(|p| upper.starts_with(p))
-        || upper.starts_with("TOOLHOST_")
+    crate::launch::loader_variable(name).is_some()
 }
 
 /// A hook's timeout when its settings give none: Claude Code's, ten minutes.
@@ -809,6 +779,7 @@ impl Reader<'_, '_> {
             other => other.parse::<Mode>(),
         };
         match mode {
+            Ok(Mode::Bypass) if self.gated() => self.settings.held_mode = Some(self.at(at)),
             Ok(mode) => self.settings.mode = Some((mode, self.at(at))),
             Err(e) => self.error(at, format!("permissions.defaultMode: {e}")),
         }
@@ -923,14 +894,21 @@ impl Reader<'_, '_> {
         for (i, hook) in hooks.elements.iter().enumerate() {
             let path = format!("{path}.hooks[{i}]");
             let Some(hook) = self.object(hook, &path) else { continue };
-            if let Some(config) = self.hook(&path, hook, matcher.clone()) {
+            if let Some(config) = self.hook(key, &path, hook, matcher.clone()) {
                 self.settings.hooks.push((key, config));
             }
         }
     }
 
-    fn hook(&mut self, path: &str, hook: &Object<'_>, matcher: Option<Spanned<HookMatcher>>) -> Option<HookConfig> {
+    fn hook(
+        &mut self,
+        key: &'static str,
+        path: &str,
+        hook: &Object<'_>,
+        matcher: Option<Spanned<HookMatcher>>,
+    ) -> Option<HookConfig> {
         let mut kind = None;
+        let mut what = None;
         let mut command = None;
         let mut timeout_ms = None;
         let mut files = None;
@@ -977,9 +955,12 @@ impl Reader<'_, '_> {
                 ("async", Value::BooleanLit(b)) if b.value => {
                     self.warn(b.range.start, format!("{path}.async: toolhost waits for the hook, as for any other"));
                 }
+                ("url" | "prompt" | "tool" | "server", Value::StringLit(s)) if what.is_none() => {
+                    what = Some(s.value.chars().take(200).collect::<String>());
+                }
                 (
                     "shell" | "statusMessage" | "once" | "async" | "asyncRewake" | "prompt" | "model" | "url"
-                    | "headers" | "allowedEnvVars",
+                    | "headers" | "allowedEnvVars" | "args" | "tool" | "server" | "input",
                     _,
                 ) => {}
                 ("type" | "command" | "timeout" | "if", v) => {
@@ -998,6 +979,30 @@ impl Reader<'_, '_> {
         }
         match kind {
             Some((k, _)) if k == "command" => {}
+            // A PreToolUse hook may deny: one toolhost cannot run refuses what it matches.
+            Some((k, at)) if key == "pre_tool_use" => {
+                self.warn(
+                    at,
+                    format!(
+                        "{path}: a {k:?} PreToolUse hook, which toolhost does not run yet: every call it matches is \
+                         refused"
+                    ),
+                );
+                let origin = self.at(at);
+                let about = what.map_or_else(String::new, |w| format!(" {w}"));
+                return Some(HookConfig {
+                    matcher,
+                    command: Spanned::new(at..at, format!("{k} hook{about}")),
+                    files: None,
+                    timeout_ms: None,
+                    origin: Some(origin.clone()),
+                    condition,
+                    refuses: Some(format!(
+                        "the {k:?} PreToolUse hook at {origin} cannot run here (toolhost does not run {k:?} hooks \
+                         yet), and it might have denied this call"
+                    )),
+                });
+            }
             Some((k, at)) => {
                 self.ignore(at, format!("a {k:?} hook"), "toolhost runs command hooks only");
                 return None;
@@ -1016,7 +1021,7 @@ impl Reader<'_, '_> {
         }
         let origin = self.at(command.span().start);
         let timeout_ms = timeout_ms.or(Some(Spanned::new(0..0, DEFAULT_HOOK_TIMEOUT_MS as i64)));
-        Some(HookConfig { matcher, command, files, timeout_ms, origin: Some(origin), condition })
+        Some(HookConfig { matcher, command, files, timeout_ms, origin: Some(origin), condition, refuses: None })
     }
 }
 

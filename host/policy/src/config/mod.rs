@@ -295,12 +295,16 @@ pub struct McpServerConfig {
 }
 
 impl McpServerConfig {
-    /// The command line of a stdio server, as one shell-quoted string (for the analysis of
-    /// what it runs, pins and messages); `None` for an HTTP server.
+    /// The command line of a stdio server as it will run, `${VAR}` expanded from this
+    /// process's environment, and the variables that list places code is loaded from before
+    /// it ([`crate::launch::LaunchSpec::analysed_line`]): what is analysed, protected and
+    /// pinned. `None` for an HTTP server, and for one that cannot be described (an unset
+    /// variable, a variable whose value is code): it does not start.
     pub fn command_line(&self) -> Option<String> {
-        let command = self.command.as_ref()?.get_ref();
-        let words = std::iter::once(command.as_str()).chain(self.args.iter().map(String::as_str));
-        shlex::try_join(words).ok().or_else(|| Some(format!("{command} {}", self.args.join(" "))))
+        match self.launch_with(Path::new("."), &|var| std::env::var(var).ok()).ok()? {
+            crate::launch::ServerLaunch::Stdio(spec) => Some(spec.analysed_line()),
+            crate::launch::ServerLaunch::Http(_) => None,
+        }
     }
 
     /// The server as a hook, for the analysis and protection of what it runs (§5).
@@ -314,6 +318,7 @@ impl McpServerConfig {
             timeout_ms: None,
             origin: self.origin.clone(),
             condition: None,
+            refuses: None,
         })
     }
 }
@@ -342,6 +347,11 @@ pub struct HookConfig {
     /// pattern matched against the call's permission subject).
     #[serde(skip)]
     pub condition: Option<crate::Rule>,
+    /// A hook toolhost cannot run (a Claude Code `http`, `prompt`, `agent` or `mcp_tool`
+    /// PreToolUse hook), and why: it runs nothing and refuses every call it matches (fail
+    /// closed: the hook might have denied it). `command` then says what the hook was.
+    #[serde(skip)]
+    pub refuses: Option<String>,
 }
 
 impl HookConfig {

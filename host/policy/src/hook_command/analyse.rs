@@ -122,12 +122,33 @@ impl Analysis<'_> {
         self.path(path, text.ends_with('/'));
     }
 
-    /// `NAME=value` (before a program, or after `export`): each `:`-separated part that is a
-    /// path or names a file or directory is loaded from (`PYTHONPATH=lib`, `BASH_ENV=x`).
+    /// `NAME=value` (before a program, or after `export`). A variable that decides what code
+    /// a program loads ([`crate::launch::loader_variable`]): one whose value is code or a
+    /// command is refused, and every `:`-separated place of one that lists places is loaded
+    /// from (an empty one is the working directory, the workspace: refused). Any other
+    /// variable: each part that is a path or names a file or directory is loaded from, to be
+    /// safe (`DATA=lib/x`).
     fn assignment(&mut self, word: &Word) -> Result<(), Reason> {
         let (name, value) = word.text.split_once('=').unwrap_or((&word.text, ""));
         if name == "PATH" {
             return Err(Reason::SetsPath);
+        }
+        if let Some(known) = crate::launch::loader_variable(name) {
+            if known.kind == crate::launch::Kind::Code {
+                return Err(Reason::CodeVariable { name: name.to_string(), read_by: known.read_by });
+            }
+            for part in value.split(':') {
+                let path = self.resolve(if part.is_empty() { "." } else { part });
+                if self.workspace.starts_with(&path) {
+                    return Err(Reason::LoadsFromWorkspace { name: name.to_string(), read_by: known.read_by });
+                }
+                if path.is_dir() || !path.exists() && !has_script_extension(part) {
+                    self.runs.dirs.push(path);
+                } else {
+                    self.runs.files.push(path);
+                }
+            }
+            return Ok(());
         }
         for part in value.split(':').filter(|p| !p.is_empty()) {
             if part.contains('/') || self.resolve(part).exists() {

@@ -180,6 +180,7 @@ fn hook(command: &str, files: Option<&[&str]>) -> HookConfig {
         timeout_ms: None,
         origin: None,
         condition: None,
+        refuses: None,
     }
 }
 

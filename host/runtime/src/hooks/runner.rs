@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::task::JoinHandle;
-use toolhost_policy::{HookMatcher, HooksConfig};
+use toolhost_policy::{Decision, HookMatcher, HooksConfig};
 
 /// One configured command hook.
 #[derive(Debug, Clone)]
@@ -26,6 +26,8 @@ pub(crate) struct CommandHook {
     pub env: Arc<[(String, String)]>,
     /// Claude Code's `if`: it runs only for calls this rule covers.
     pub condition: Option<toolhost_policy::Rule>,
+    /// A hook toolhost cannot run: it denies, with this reason, every call it matches.
+    pub refuses: Option<String>,
 }
 
 /// The command hooks of a config, by event.
@@ -54,6 +56,7 @@ impl CommandHooks {
                     timeout: Duration::from_millis(h.timeout_ms()),
                     env: env.clone(),
                     condition: h.condition.clone(),
+                    refuses: h.refuses.clone(),
                 })
                 .collect()
         };
@@ -224,6 +227,15 @@ async fn run_one(
     workspace: Arc<Path>,
     payload: Arc<[u8]>,
 ) -> Result<HookResponse, HookFailure> {
+    if let Some(why) = hook.refuses {
+        let reason = format!("Refused: {why}");
+        return Ok(HookResponse {
+            source: hook.command,
+            decision: Some(Decision::Deny),
+            reason: Some(reason),
+            ..Default::default()
+        });
+    }
     let result = match execute(&hook, &workspace, &payload).await {
         Ok(output) => interpret(event, &output),
         Err(message) => Err(message),
@@ -249,6 +261,8 @@ async fn execute(hook: &CommandHook, workspace: &Path, payload: &[u8]) -> Result
         .env("PYTHONDONTWRITEBYTECODE", "1")
         // The MCP server's bearer token is the server's secret, not a hook's.
         .env_remove("TOOLHOST_MCP_TOKEN")
+        // A toolhost the hook runs knows it runs under one (a chain of them is cut).
+        .env(toolhost_policy::launch::DEPTH_ENV, toolhost_policy::launch::depth().saturating_add(1).to_string())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -23,6 +23,7 @@ fn setup(scripts: &[(&str, &str)], event: HookEvent, hooks: &[(&str, &str)]) -> 
             timeout: TIMEOUT,
             env: Arc::from(Vec::new()),
             condition: None,
+            refuses: None,
         })
         .collect();
     let mut command_hooks = CommandHooks { workspace: dir.path().to_path_buf(), ..Default::default() };

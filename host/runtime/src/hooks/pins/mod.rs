@@ -43,8 +43,12 @@ pub const STATE_DIR_ENV: &str = "TOOLHOST_STATE_DIR";
 /// The version of the pin file format.
 const FORMAT: u32 = 1;
 
+mod gate;
+#[cfg(test)]
+mod props;
 mod store;
 
+pub use gate::{Clearance, Cleared, Gate, GateError};
 pub use store::{PinError, PinStore, file_name, state_subdir};
 
 /// What was trusted for one workspace and config file.
@@ -101,6 +105,26 @@ pub struct Summary {
     /// `additionalDirectories`): one added widens.
     #[serde(default)]
     pub additional_directories: BTreeSet<PathBuf>,
+    /// The variables every hook gets (Claude Code's `env`), by digest ([`value_digest`]): one
+    /// added or changed widens, as it changes what a hook's programs do.
+    #[serde(default)]
+    pub hook_env: BTreeMap<String, String>,
+}
+
+/// A value the pins record without keeping it: `sha256:HEX` of its text.
+pub fn value_digest(value: &str) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(value.as_bytes())))
+}
+
+/// What a server is started with besides its command line, for its pin: a stdio server's
+/// `env`, an HTTP server's `headers` (as written, by digest) and its bearer token variable.
+fn server_env(server: &toolhost_policy::McpServerConfig) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = server.env.iter().map(|(k, v)| (k.clone(), value_digest(v))).collect();
+    env.extend(server.headers.iter().map(|(k, v)| (format!("header {k}"), value_digest(v))));
+    if let Some(var) = &server.bearer_token_env {
+        env.insert("bearer_token_env".to_string(), var.clone());
+    }
+    env
 }
 
 /// One command hook.
@@ -115,6 +139,11 @@ pub struct HookPin {
     pub command: String,
     /// The files it runs ([`hook_files`]).
     pub files: Vec<PathBuf>,
+    /// What it is started with besides its command line: a stdio server's `env`, an HTTP
+    /// server's `headers` and bearer token variable, each value as written and by its digest
+    /// ([`value_digest`]: no secret in a pin file). One added or changed widens.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 /// One tool's configured grant.
@@ -171,6 +200,9 @@ pub struct Change {
 /// [`toolhost_policy::analyse_hook_command`] reads it); a command that cannot be analysed runs
 /// nothing (the runtime refuses to build with it).
 pub fn hook_files(hook: &HookConfig, workspace: &Path) -> Vec<PathBuf> {
+    if hook.refuses.is_some() {
+        return Vec::new();
+    }
     if let Some(files) = &hook.files {
         return files.iter().map(|f| toolhost_policy::normalize(&workspace.join(f.get_ref()))).collect();
     }
@@ -299,6 +331,11 @@ impl Summary {
                 },
                 command: h.command.get_ref().clone(),
                 files: hook_files(h, workspace),
+                env: event
+                    .strip_prefix("mcp_server ")
+                    .and_then(|name| config.mcp_servers.get(name))
+                    .map(server_env)
+                    .unwrap_or_default(),
             })
             .collect();
         // An HTTP MCP server runs nothing here, but its tools join the pool: one added (or
@@ -310,6 +347,7 @@ impl Summary {
                     matcher: "*".to_string(),
                     command: url.get_ref().clone(),
                     files: Vec::new(),
+                    env: server_env(server),
                 });
             }
         }
@@ -337,6 +375,7 @@ impl Summary {
                 .collect(),
             policy_files: BTreeMap::new(),
             additional_directories: perms.additional_directories.iter().cloned().collect(),
+            hook_env: config.hooks.env.iter().map(|(k, v)| (k.clone(), value_digest(v))).collect(),
         };
         summary.pin_policy_files(
             config
@@ -423,24 +462,34 @@ pub fn changes(old: &Pins, new: &Pins) -> Vec<Change> {
             None => added.push(h),
         }
     }
+    // A server is one entry by its name, whatever changed in it.
+    let named = |h: &HookPin, what: &str| match h.event.strip_prefix("mcp_server ") {
+        Some(name) => format!("MCP server {name} {what}: [{}]", h.command),
+        None => format!("hook {what}: {} [{}]", h.event, h.command),
+    };
     for h in added {
-        match unmatched_old.iter().position(|x| x.event == h.event && x.command == h.command) {
+        let same = |x: &&HookPin| x.event == h.event && (x.command == h.command || h.event.starts_with("mcp_server "));
+        match unmatched_old.iter().position(same) {
             Some(i) => {
                 let was = unmatched_old.remove(i);
                 let mut how = Vec::new();
+                if was.command != h.command {
+                    how.push(format!("was [{}]", was.command));
+                }
                 if was.matcher != h.matcher {
                     how.push(format!("matcher {:?} → {:?}", was.matcher, h.matcher));
                 }
                 if was.files != h.files {
                     how.push(format!("files [{}] → [{}]", show_files(&was.files, ws), show_files(&h.files, ws)));
                 }
-                push(true, format!("hook changed: {} [{}] ({})", h.event, h.command, how.join(", ")));
+                how.extend(env_changes(&was.env, &h.env));
+                push(true, format!("{} ({})", named(h, "changed"), how.join(", ")));
             }
-            None => push(true, format!("hook added: {} [{}]", h.event, h.command)),
+            None => push(true, named(h, "added")),
         }
     }
     for h in unmatched_old {
-        push(false, format!("hook removed: {} [{}]", h.event, h.command));
+        push(false, named(h, "removed"));
     }
 
     // Hook files: new content, or a file where there was none, widens; a file gone narrows.
@@ -455,6 +504,11 @@ pub fn changes(old: &Pins, new: &Pins) -> Vec<Change> {
             None if digest == "missing" => {}
             None => push(true, format!("{shown} is new ({})", short(digest))),
         }
+    }
+
+    for what in env_changes(&o.hook_env, &n.hook_env) {
+        let widens = !what.ends_with("removed");
+        push(widens, format!("hook environment: {what}"));
     }
 
     if o.mode != n.mode {
@@ -536,6 +590,20 @@ pub fn changes(old: &Pins, new: &Pins) -> Vec<Change> {
         }
     }
     out.sort_by_key(|c| !c.widens);
+    out
+}
+
+/// How two recorded environments differ, by name (values are digests: never shown).
+fn env_changes(was: &BTreeMap<String, String>, now: &BTreeMap<String, String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in now {
+        match was.get(k) {
+            None => out.push(format!("{k} added")),
+            Some(w) if w != v => out.push(format!("{k} changed")),
+            Some(_) => {}
+        }
+    }
+    out.extend(was.keys().filter(|k| !now.contains_key(*k)).map(|k| format!("{k} removed")));
     out
 }
 
