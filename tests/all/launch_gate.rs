@@ -350,3 +350,25 @@ fn bypass_mode_from_the_workspaces_own_settings_waits_for_trust() {
     ok(&fx.run(&["call", "Write", write]));
     assert!(fx.path("w.txt").exists());
 }
+
+/// A server run by a workspace virtualenv's Python loads that virtualenv's `site-packages`
+/// (every `.pth` there runs at start): the whole virtualenv is out of every tool's reach.
+#[test]
+fn a_virtualenv_a_server_runs_from_is_out_of_every_tools_reach() {
+    let fx = Fixture::new("");
+    let python = Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().unwrap();
+    let python = PathBuf::from(String::from_utf8(python.stdout).unwrap().trim());
+    let site = fx.path(".venv/lib/python3.11/site-packages");
+    fs::create_dir_all(&site).unwrap();
+    fs::create_dir_all(fx.path(".venv/bin")).unwrap();
+    fs::write(fx.path(".venv/pyvenv.cfg"), format!("home = {}\n", python.parent().unwrap().display())).unwrap();
+    std::os::unix::fs::symlink(&python, fx.path(".venv/bin/python")).unwrap();
+    let config = fx.server("").replace("command = \"python3\"", "command = \".venv/bin/python\"");
+    fx.config(&config);
+    assert_eq!(ok(&fx.run(&["call", "mcp__plain__Noop", "{}"])).trim(), "ok");
+    for planted in [".venv/lib/python3.11/site-packages/zz.pth", ".venv/pyvenv.cfg", ".venv/bin/activate"] {
+        let o = fx.run(&["call", "Write", &json!({"file_path": planted, "content": "import os\n"}).to_string()]);
+        assert_exit(&o, 1);
+    }
+    assert!(!site.join("zz.pth").exists(), "a tool planted a .pth in the server's virtualenv");
+}

@@ -251,9 +251,54 @@ pub fn analyse_hook_command(command: &str, workspace: &Path, home: Option<&Path>
         analysis.simple(c)?;
     }
     let mut runs = analysis.runs;
+    interpreters_of_scripts(&mut runs, workspace);
+    code_trees(&mut runs, workspace);
     dedup(&mut runs.files);
     dedup(&mut runs.dirs);
     Ok(runs)
+}
+
+/// A script run by its path starts the interpreter its `#!` line names: an interpreter given
+/// by an absolute path (`#!/w/.venv/bin/python`) is a file the command runs too.
+fn interpreters_of_scripts(runs: &mut HookRuns, workspace: &Path) {
+    use std::io::Read as _;
+    let mut found = Vec::new();
+    for file in &runs.files {
+        let Ok(f) = std::fs::File::open(file) else { continue };
+        let mut head = [0u8; 256];
+        let Ok(n) = f.take(256).read(&mut head) else { continue };
+        let Some(line) = head[..n].strip_prefix(b"#!") else { continue };
+        let line = String::from_utf8_lossy(line);
+        let Some(interpreter) = line.lines().next().and_then(|l| l.split_whitespace().next()) else { continue };
+        if interpreter.starts_with('/') {
+            found.push(normalize(&workspace.join(interpreter)));
+        }
+    }
+    runs.files.extend(found);
+}
+
+/// The trees an interpreter loads code from beside the file it runs, inside the workspace: a
+/// Python virtual environment (the directory above a file that holds `pyvenv.cfg`, with its
+/// `site-packages` and `.pth` files) and a `node_modules` directory a file lies in (its
+/// packages load each other). Each is protected whole, as a directory the command loads from.
+fn code_trees(runs: &mut HookRuns, workspace: &Path) {
+    let mut trees = Vec::new();
+    for file in runs.files.iter().chain(runs.dirs.iter()) {
+        let mut outermost_modules = None;
+        for dir in file.ancestors().skip(1) {
+            if dir == workspace || !dir.starts_with(workspace) {
+                break;
+            }
+            if dir.join("pyvenv.cfg").is_file() {
+                trees.push(dir.to_path_buf());
+            }
+            if dir.file_name().is_some_and(|n| n == "node_modules") {
+                outermost_modules = Some(dir.to_path_buf());
+            }
+        }
+        trees.extend(outermost_modules);
+    }
+    runs.dirs.extend(trees);
 }
 
 /// The paths to protect so that no tool can change what `hook` runs: with a `files` key,

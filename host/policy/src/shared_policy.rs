@@ -71,7 +71,7 @@ pub fn shared_policy(config: &Config, rules: &Rules, paths: &HostPaths<'_>) -> R
         policy.protect(cache.to_path_buf(), "toolhost's compile cache", false);
     }
     for path in hook_paths(config, workspace, paths.home)? {
-        policy.protect(path, "a hook script or its directory (hooks run unsandboxed)", false);
+        policy.protect(path, "code a hook or an MCP server runs or loads (they run unsandboxed)", false);
     }
     for file in config.tls.ca_files() {
         policy.protect(real_or_as_is(&file), "a certificate authority the tools' HTTPS trusts", false);

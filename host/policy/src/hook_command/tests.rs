@@ -222,6 +222,33 @@ fn a_linked_script_protects_its_real_directory_too() {
     assert!(matches!(err, HookError::AtWorkspaceRoot { .. }), "{err}");
 }
 
+/// A program in a virtual environment of the workspace loads its `site-packages` (and every
+/// `.pth` there), a package's program its `node_modules`: those trees are protected whole,
+/// found by the program's path or by a script's `#!` line.
+#[test]
+fn a_virtual_environment_or_node_modules_a_program_runs_from_is_protected_whole() {
+    let (_d, ws) = workspace();
+    std::fs::create_dir_all(ws.join(".venv/bin")).unwrap();
+    std::fs::create_dir_all(ws.join(".venv/lib/python3.11/site-packages")).unwrap();
+    std::fs::write(ws.join(".venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    std::fs::write(ws.join(".venv/bin/python"), "").unwrap();
+    std::fs::write(ws.join("hooks/run.py"), format!("#!{}/.venv/bin/python\nimport sys\n", ws.display())).unwrap();
+    std::fs::create_dir_all(ws.join("tools/node_modules/.bin")).unwrap();
+    std::fs::create_dir_all(ws.join("tools/node_modules/srv/bin")).unwrap();
+    std::fs::write(ws.join("tools/node_modules/srv/bin/srv.js"), "").unwrap();
+    let protect = |c: &str| hook_protected_paths(&hook(c, None), &ws, None).unwrap();
+    for command in
+        [".venv/bin/python hooks/guard.py", "\"$CLAUDE_PROJECT_DIR\"/.venv/bin/python /opt/x.py", "./hooks/run.py"]
+    {
+        let got = protect(command);
+        assert!(got.contains(&ws.join(".venv")), "{command}: {got:?}");
+    }
+    let got = protect("node tools/node_modules/srv/bin/srv.js");
+    assert!(got.contains(&ws.join("tools/node_modules")), "{got:?}");
+    // A plain interpreter outside the workspace brings nothing more.
+    assert_eq!(protect("python3 hooks/guard.py"), [ws.join("hooks")]);
+}
+
 #[test]
 fn unanalysable_errors_name_the_ways_out() {
     let (_d, ws) = workspace();
