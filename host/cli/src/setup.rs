@@ -291,17 +291,19 @@ pub async fn load_with(
     build_and_load(args, config, Some(cleared), events, None, scheduler, true).await
 }
 
-/// Build the runtime and load every tool; start the MCP servers `cleared` holds (none
-/// without a pin check).
+/// Build the runtime and load every tool; run the hooks and start the MCP servers `cleared`
+/// holds (none without a pin check).
 async fn build_and_load(
     args: &GlobalArgs,
-    config: Config,
+    mut config: Config,
     cleared: Option<toolhost::pins::Clearance>,
     events: toolhost::EventSink,
     decider: Option<Arc<dyn toolhost::PermissionDecider>>,
     scheduler: Option<Arc<toolhost::Scheduler>>,
     pooling: bool,
 ) -> Result<Loaded> {
+    // The hooks this runtime runs are the ones the pin check judged; without a check, none.
+    config.hooks = cleared.as_ref().map(|c| (**c.hooks()).clone()).unwrap_or_default();
     let workspace = workspace(args)?;
     // A hook whose files cannot be protected from tools stops the start (the runtime would
     // refuse it too); here each is reported at its position in the config file.

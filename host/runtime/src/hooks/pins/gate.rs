@@ -5,17 +5,18 @@
 //! hooks, servers with their environment and headers, rules, grants, and the files they run)
 //! with what was trusted for this workspace, asks a person about a widening change (through
 //! the caller's `confirm`), and then hands out each server exactly as it was described for the
-//! check ([`toolhost_policy::launch`]). A command that passes no gate (compile, add, update,
-//! inspect, test) holds no [`Clearance`], so the type system keeps it from starting a server.
+//! check ([`toolhost_policy::launch`]), and the hooks as they were judged. A command that
+//! passes no gate (compile, add, update, inspect, test) holds no [`Clearance`], so the type
+//! system keeps it from starting a server, and `toolhost` builds its runtime with no hooks.
 
 use super::{Change, PinError, PinStore, Pins, changes};
 use std::path::{Path, PathBuf};
-use toolhost_policy::Config;
+use toolhost_policy::{Config, HooksConfig};
 use toolhost_policy::launch::{LaunchError, ServerLaunch};
 
 /// A host program the pin check cleared. No constructor outside this crate: holding one
 /// means the check ran on exactly this description.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Cleared<T>(T);
 
 impl<T> std::ops::Deref for Cleared<T> {
@@ -30,6 +31,7 @@ impl<T> std::ops::Deref for Cleared<T> {
 #[derive(Debug, Default)]
 pub struct Clearance {
     servers: Vec<(String, Result<Cleared<ServerLaunch>, LaunchError>)>,
+    hooks: Cleared<HooksConfig>,
 }
 
 impl Clearance {
@@ -38,11 +40,18 @@ impl Clearance {
         self.servers.iter().map(|(n, s)| (n.as_str(), s.as_ref()))
     }
 
-    /// The servers of `config`, described now, in its order.
+    /// The hooks the check judged, with the environment they get: what a runtime built for
+    /// this start runs (`toolhost` puts exactly these in its runtime's config, and none when
+    /// it holds no clearance).
+    pub fn hooks(&self) -> &Cleared<HooksConfig> {
+        &self.hooks
+    }
+
+    /// The servers and hooks of `config`, described now, in its order.
     fn of(config: &Config, workspace: &Path) -> Clearance {
         let servers =
             config.mcp_servers.iter().map(|(name, s)| (name.clone(), s.launch(workspace).map(Cleared))).collect();
-        Clearance { servers }
+        Clearance { servers, hooks: Cleared(config.hooks.clone()) }
     }
 }
 
