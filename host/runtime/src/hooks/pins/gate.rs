@@ -11,8 +11,8 @@
 
 use super::{Change, PinError, PinStore, Pins, changes};
 use std::path::{Path, PathBuf};
-use toolhost_policy::{Config, HooksConfig};
 use toolhost_policy::launch::{LaunchError, ServerLaunch};
+use toolhost_policy::{Config, HooksConfig};
 
 /// A host program the pin check cleared. No constructor outside this crate: holding one
 /// means the check ran on exactly this description.
