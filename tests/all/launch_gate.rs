@@ -372,3 +372,40 @@ fn a_virtualenv_a_server_runs_from_is_out_of_every_tools_reach() {
     }
     assert!(!site.join("zz.pth").exists(), "a tool planted a .pth in the server's virtualenv");
 }
+
+/// Claude Code's trust dialog: the first start in a workspace that brings programs to run on
+/// this machine shows them on a terminal and asks; off a terminal it is recorded as it is
+/// (trust on first use, as Claude Code's `-p` runs an untrusted project's hooks).
+#[test]
+fn a_first_start_that_brings_host_programs_is_asked_on_a_terminal() {
+    let fx = Fixture::new("[[hooks.pre_tool_use]]\ncommand = \"sh hooks/guard.sh\"\n");
+    fs::create_dir(fx.path("hooks")).unwrap();
+    fs::write(fx.path("hooks/guard.sh"), "cat > /dev/null; echo ran >> ran.txt\n").unwrap();
+    let on_terminal = |c: &mut Command| {
+        c.env("TOOLHOST_STATE_DIR", fx.state.path()).env("CLAUDE_CONFIG_DIR", fx.claude.path()).env_remove("CI");
+    };
+    let glob = &["call", "Glob", r#"{"pattern":"*.none"}"#];
+    let (code, screen) = cli::run_on_a_terminal(fx.ws.path(), on_terminal, glob, "n\n");
+    assert_eq!(code, 2, "{screen}");
+    assert!(
+        screen.contains("first start in") && screen.contains("hook added: pre_tool_use [sh hooks/guard.sh]"),
+        "{screen}"
+    );
+    assert!(screen.contains("Trust them and start? [y/N]") && screen.contains("was not trusted"), "{screen}");
+    assert!(!fx.path("ran.txt").exists(), "the hook ran");
+    let (code, screen) = cli::run_on_a_terminal(fx.ws.path(), on_terminal, glob, "y\n");
+    assert_eq!(code, 0, "{screen}");
+    assert!(fx.path("ran.txt").exists());
+    // Recorded: no question the next time.
+    let (code, screen) = cli::run_on_a_terminal(fx.ws.path(), on_terminal, glob, "");
+    assert_eq!(code, 0, "{screen}");
+    assert!(!screen.contains("[y/N]"), "{screen}");
+    // Nothing to show (no hooks, no servers, the default mode): no question.
+    let plain = Fixture::new("");
+    let on_terminal = |c: &mut Command| {
+        c.env("TOOLHOST_STATE_DIR", plain.state.path()).env("CLAUDE_CONFIG_DIR", plain.claude.path()).env_remove("CI");
+    };
+    let (code, screen) = cli::run_on_a_terminal(plain.ws.path(), on_terminal, glob, "");
+    assert_eq!(code, 0, "{screen}");
+    assert!(!screen.contains("[y/N]"), "{screen}");
+}

@@ -7,7 +7,7 @@ use crate::setup::{self, GlobalArgs, printable};
 use anyhow::{Context, Result};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use toolhost::pins::{self, Change, Clearance, Gate, GateError, PinError, PinStore, Pins};
+use toolhost::pins::{self, Asking, Change, Clearance, Confirmation, Gate, GateError, PinError, PinStore, Pins};
 use toolhost_policy::Config;
 
 /// What to do with a widening change when there are no pins to confirm it.
@@ -122,10 +122,21 @@ pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Res
         subject.shown = format!("{} (with {})", subject.shown, files.join(", "));
     }
     let gate = subject.gate();
-    let mut confirm =
-        |wider: &[&Change]| on_widening == OnWidening::AskOnTerminal && someone_to_ask() && confirm(&subject, wider);
+    let mut first_start_refused = false;
+    let mut confirm = |asking: Asking, wider: &[&Change]| {
+        if on_widening != OnWidening::AskOnTerminal || !someone_to_ask() {
+            return Confirmation::NobodyToAsk;
+        }
+        let yes = confirm(&subject, asking, wider);
+        first_start_refused = asking == Asking::FirstStart && !yes;
+        if yes { Confirmation::Yes } else { Confirmation::No }
+    };
     match gate.check(config, store(), &mut confirm) {
         Ok(clearance) => Ok(clearance),
+        Err(GateError::Widening { .. }) if first_start_refused => anyhow::bail!(
+            "not started: {} was not trusted (run again to be asked, or review it and run `toolhost trust`)",
+            subject.shown
+        ),
         Err(GateError::Widening { changes, unconfirmed }) => {
             let list = changes.iter().map(|c| c.what.as_str()).collect::<Vec<_>>().join("; ");
             match unconfirmed {
@@ -150,23 +161,33 @@ fn someone_to_ask() -> bool {
     !ci && std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// Show the widening changes on the terminal and ask (y/N); no terminal, no answer or a
-/// terminal that fails is a no.
-fn confirm(subject: &Subject, wider: &[&Change]) -> bool {
-    ask(subject, wider).unwrap_or(false)
+/// Show the widening changes (or, at a first start, what the workspace brings) on the
+/// terminal and ask (y/N); no terminal, no answer or a terminal that fails is a no.
+fn confirm(subject: &Subject, asking: Asking, wider: &[&Change]) -> bool {
+    ask(subject, asking, wider).unwrap_or(false)
 }
 
-fn ask(subject: &Subject, wider: &[&Change]) -> Result<bool> {
+fn ask(subject: &Subject, asking: Asking, wider: &[&Change]) -> Result<bool> {
     let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return Ok(false) };
     let mut out = &tty;
     // What changed comes from files a cloned repository wrote: shown escaped, so that it
     // cannot redraw this question.
     let shown = printable(&subject.shown);
-    writeln!(out, "toolhost: {shown} changed since it was trusted, widening what runs on this machine:")?;
+    match asking {
+        Asking::FirstStart => writeln!(
+            out,
+            "toolhost: first start in {} with {shown}, which runs programs on this machine, outside the sandbox:",
+            printable(&subject.workspace.display().to_string())
+        )?,
+        _ => writeln!(out, "toolhost: {shown} changed since it was trusted, widening what runs on this machine:")?,
+    }
     for c in wider {
         writeln!(out, "  - {}", printable(&c.what))?;
     }
-    write!(out, "Trust these changes and start? [y/N] ")?;
+    match asking {
+        Asking::FirstStart => write!(out, "Trust them and start? [y/N] ")?,
+        _ => write!(out, "Trust these changes and start? [y/N] ")?,
+    }
     out.flush()?;
     let mut answer = String::new();
     std::io::BufReader::new(&tty).read_line(&mut answer)?;

@@ -9,7 +9,7 @@
 //! passes no gate (compile, add, update, inspect, test) holds no [`Clearance`], so the type
 //! system keeps it from starting a server, and `toolhost` builds its runtime with no hooks.
 
-use super::{Change, PinError, PinStore, Pins, changes};
+use super::{Change, PinError, PinStore, Pins, changes, mode_rank};
 use std::path::{Path, PathBuf};
 use toolhost_policy::launch::{LaunchError, ServerLaunch};
 use toolhost_policy::{Config, HooksConfig};
@@ -82,6 +82,30 @@ pub enum GateError {
     },
 }
 
+/// What the caller's `confirm` is asked about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Asking {
+    /// Changes since the trusted state widen what runs on the host.
+    Widening,
+    /// Nothing is pinned yet, and the config brings programs to run on the host (hooks,
+    /// servers) or a mode above the default: Claude Code's trust dialog at a first start.
+    FirstStart,
+}
+
+/// What a person answered, or that nobody could be asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Confirmation {
+    /// A person said yes.
+    Yes,
+    /// A person said no.
+    No,
+    /// Nobody is there to ask (no terminal, CI): a widening change is refused, a first start
+    /// is recorded as it is (trust on first use).
+    NobodyToAsk,
+}
+
 fn list(changes: &[Change]) -> String {
     changes.iter().map(|c| c.what.as_str()).collect::<Vec<_>>().join("; ")
 }
@@ -109,7 +133,7 @@ impl Gate<'_> {
         &self,
         config: &Config,
         store: Result<PinStore, PinError>,
-        confirm: &mut dyn FnMut(&[&Change]) -> bool,
+        confirm: &mut dyn FnMut(Asking, &[&Change]) -> Confirmation,
     ) -> Result<Clearance, GateError> {
         let mut current = self.current(config);
         let baseline = || Pins::baseline(self.workspace, Some(self.config_path));
@@ -125,6 +149,18 @@ impl Gate<'_> {
                     (pins, Some(store), None)
                 }
                 Ok(None) => {
+                    // A first start that brings programs to run here, or a wider mode, is shown
+                    // to a person when there is one; with nobody to ask it is recorded.
+                    let brings =
+                        !current.summary.hooks.is_empty() || mode_rank(&current.summary.mode) > mode_rank("default");
+                    if brings {
+                        let found = changes(&baseline(), &current);
+                        let wider: Vec<&Change> = found.iter().filter(|c| c.widens).collect();
+                        if !wider.is_empty() && confirm(Asking::FirstStart, &wider) == Confirmation::No {
+                            let changes = wider.into_iter().cloned().collect();
+                            return Err(GateError::Widening { changes, unconfirmed: None });
+                        }
+                    }
                     save(&store, &current);
                     return Ok(Clearance::of(config, self.workspace));
                 }
@@ -138,7 +174,7 @@ impl Gate<'_> {
         if trusted != current {
             let found = changes(&trusted, &current);
             let wider: Vec<&Change> = found.iter().filter(|c| c.widens).collect();
-            if !wider.is_empty() && !confirm(&wider) {
+            if !wider.is_empty() && confirm(Asking::Widening, &wider) != Confirmation::Yes {
                 let changes = wider.into_iter().cloned().collect();
                 return Err(GateError::Widening { changes, unconfirmed });
             }

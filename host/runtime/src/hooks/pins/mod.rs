@@ -48,7 +48,7 @@ mod gate;
 mod props;
 mod store;
 
-pub use gate::{Clearance, Cleared, Gate, GateError};
+pub use gate::{Asking, Clearance, Cleared, Confirmation, Gate, GateError};
 pub use store::{PinError, PinStore, file_name, state_subdir};
 
 /// What was trusted for one workspace and config file.
