@@ -409,3 +409,17 @@ fn a_first_start_that_brings_host_programs_is_asked_on_a_terminal() {
     assert_eq!(code, 0, "{screen}");
     assert!(!screen.contains("[y/N]"), "{screen}");
 }
+
+/// A `.mcp.json` server whose script sits at the workspace root is refused for now, and the
+/// message names it as a server and gives the way out in the file's own syntax.
+#[test]
+fn a_root_server_script_is_refused_with_a_message_about_the_server() {
+    let fx = Fixture::new("");
+    fs::copy(plain_server(), fx.path("server.py")).unwrap();
+    let mcp = json!({"mcpServers": {"local": {"command": "python3", "args": ["server.py"]}}});
+    fs::write(fx.path(".mcp.json"), mcp.to_string()).unwrap();
+    ok(&fx.run(&["trust"]));
+    let all = fails(&fx.run(&["list"]), "MCP server local [python3 server.py] runs");
+    assert!(all.contains("\"files\": [\"server.py\"]") && all.contains("as mcp/server.py"), "{all}");
+    assert!(!all.contains("hook ["), "{all}");
+}

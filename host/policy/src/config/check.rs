@@ -324,7 +324,16 @@ impl Config {
         let servers = self.mcp_servers.iter().filter_map(|(name, s)| Some((name, s.as_hook()?)));
         for (name, hook) in servers {
             let Err(e) = crate::hook_protected_paths(&hook, workspace, home) else { continue };
-            let message = format!("mcp_servers.{name}.command: {e}");
+            // Said of a server as a server, with the `files` key in the syntax of the file it
+            // was written in (`.mcp.json` is JSON).
+            let text = e.to_string();
+            let text =
+                text.strip_prefix("hook ").map_or_else(|| text.clone(), |rest| format!("MCP server {name} {rest}"));
+            let text = match &hook.origin {
+                Some(_) => text.replace("files = [", "\"files\": [").replace("as hooks/", "as mcp/"),
+                None => text.replace("as hooks/", "as mcp/"),
+            };
+            let message = format!("mcp_servers.{name}.command: {text}");
             errors.push(match &hook.origin {
                 Some(origin) => origin.error(message),
                 None => self.error_at(hook.command.span().start, message),
