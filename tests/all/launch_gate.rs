@@ -423,3 +423,19 @@ fn a_root_server_script_is_refused_with_a_message_about_the_server() {
     assert!(all.contains("\"files\": [\"server.py\"]") && all.contains("as mcp/server.py"), "{all}");
     assert!(!all.contains("hook ["), "{all}");
 }
+
+/// What an HTTP server is sent is pinned too: a header added (say one carrying a secret of
+/// this machine's environment to the server) waits for a person.
+#[test]
+fn an_http_servers_headers_are_pinned() {
+    let fx = Fixture::new("");
+    let server =
+        |headers: &str| format!("[mcp_servers.remote]\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = {{ {headers} }}\n");
+    fx.config(&server("X-Team = \"tools\""));
+    assert_exit(&fx.run(&["list"]), 0);
+    fx.config(&server("X-Team = \"tools\", X-Key = \"${ANTHROPIC_API_KEY}\""));
+    let all = fails(&fx.run(&["list"]), "MCP server remote changed");
+    assert!(all.contains("header X-Key added"), "{all}");
+    fx.config(&server("X-Team = \"other\""));
+    fails(&fx.run(&["list"]), "header X-Team changed");
+}
