@@ -33,6 +33,7 @@ mod precompiled;
 mod props;
 mod registry;
 mod registry_access;
+mod registry_policy;
 mod replicas;
 mod sandbox;
 mod schema;

@@ -11,7 +11,7 @@ use toolhost::{EngineOptions, Inspection, ToolEngine, ToolSource};
 use toolhost_policy::{Config, OciRef, ToolRef};
 use toolhost_registry::installed::{effective, signer};
 use toolhost_registry::lock::capability_strings;
-use toolhost_registry::sign::{self, Signer};
+use toolhost_registry::sign::{self, Signer, UncoveredPolicy};
 use toolhost_registry::{Access, Lock, LockedTool};
 
 /// The directory relative file sources are relative to: the config file's.
@@ -179,8 +179,15 @@ pub struct Candidate {
     pub entry: LockedTool,
     /// The bytes.
     pub bytes: Vec<u8>,
-    /// The policy file published with it (an OCI artifact's policy layer), unparsed.
+    /// The policy file that came with it (an OCI artifact's policy layer, a file's
+    /// `NAME.policy.yaml`), unparsed.
     pub policy: Option<Vec<u8>>,
+    /// Set when it is signed but its signature does not cover that policy file (one added,
+    /// changed or removed after signing, or a first-format signature beside one): the
+    /// policy file is then not the signer's word, and `add` applies it only on a person's yes.
+    pub uncovered_policy: Option<UncoveredPolicy>,
+    /// How errors and questions name the policy file (its path, or `the policy layer of …`).
+    pub policy_label: String,
 }
 
 impl Candidate {
@@ -188,7 +195,7 @@ impl Candidate {
     /// `the policy layer of oci://…`).
     pub fn published_grant(&self) -> Result<Option<toolhost_policy::Grant>> {
         let Some(bytes) = &self.policy else { return Ok(None) };
-        let label = format!("the policy layer of {}", self.entry.resolved);
+        let label = &self.policy_label;
         let text = std::str::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{label}: not UTF-8 text"))?;
         Ok(Some(toolhost_policy::parse_policy_file(text, Path::new(&label))?))
     }
@@ -230,6 +237,11 @@ pub async fn candidate(
     let ceiling = capability_strings(&inspection.info.capabilities, workspace);
     let grant = locked_grant(config, name, &inspection.info, workspace);
     let signature = fetched.signature.as_ref().filter(|_| signer != Signer::Unsigned);
+    let uncovered_policy = signature.and_then(|s| s.covers_policy(fetched.policy_digest().as_deref()).err());
+    let policy_label = match (&at, toolhost_policy::policy_file_path(Path::new(&fetched.resolved))) {
+        (ToolRef::File(_), Some(path)) => path.display().to_string(),
+        _ => format!("the policy layer of {}", fetched.resolved),
+    };
     let entry = LockedTool {
         source: source.to_string(),
         version: version.map(ToString::to_string),
@@ -242,8 +254,26 @@ pub async fn candidate(
         grant,
         signer: signature.map(|s| s.key.clone()),
         signature: signature.map(|s| s.signature.clone()),
+        signed_policy: signature.and_then(|s| s.policy.clone()),
     };
-    Ok(Candidate { inspection, signer, entry, bytes: fetched.bytes, policy: fetched.policy })
+    let policy = fetched.policy;
+    Ok(Candidate { inspection, signer, entry, bytes: fetched.bytes, policy, uncovered_policy, policy_label })
+}
+
+/// Ask `question` on the terminal; `false` without one (stdin or stderr not a terminal, no
+/// `/dev/tty`), so that a command run by a program or on CI never takes a yes for granted.
+pub fn confirm(question: &str) -> Result<bool> {
+    use std::io::{BufRead as _, IsTerminal as _, Write as _};
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Ok(false);
+    }
+    let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return Ok(false) };
+    let mut out = &tty;
+    write!(out, "{question} [y/N] ")?;
+    out.flush()?;
+    let mut answer = String::new();
+    std::io::BufReader::new(&tty).read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! # Fetching a source
 //!
-//! One entry point for every kind of [`ToolRef`]: an OCI artifact ([`crate::oci`]), an
-//! `https://` URL (and `URL.sig` beside it), or a local file (and `FILE.sig` beside it). The
-//! result carries the bytes, their digest and the signature found with them, not yet verified
-//! ([`crate::sign::judge`] does that).
+//! One entry point for every kind of [`ToolRef`]: an OCI artifact ([`crate::oci`]) and its
+//! policy layer, an `https://` URL (and `URL.sig` beside it), or a local file (and `FILE.sig`
+//! and its policy file `NAME.policy.yaml` beside it). The result carries the bytes, their
+//! digest, the policy file and the signature found with them, not yet verified
+//! ([`crate::sign::judge`] and [`crate::sign::Signature::covers_policy`] do that).
 //!
 //! ## Example
 //!
@@ -38,9 +39,16 @@ pub struct Fetched {
     pub component_digest: String,
     /// The signature found with them, if any (not yet verified).
     pub signature: Option<Signature>,
-    /// The policy file published with an OCI artifact, not yet parsed (a file's policy file
-    /// is read beside it by whoever installs it).
+    /// The policy file that came with the component, not yet parsed: an OCI artifact's policy
+    /// layer, or a file's `NAME.policy.yaml` beside it.
     pub policy: Option<Vec<u8>>,
+}
+
+impl Fetched {
+    /// The digest of [`Fetched::policy`], as a signature names it.
+    pub fn policy_digest(&self) -> Option<String> {
+        self.policy.as_deref().map(digest_of)
+    }
 }
 
 /// Fetch `source`; a relative file path is relative to `base` (the config file's directory).
@@ -76,12 +84,16 @@ pub async fn fetch(source: &ToolRef, base: &Path, access: &Access) -> Result<Fet
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                 Err(e) => return Err(Error::io(&sig_path, "cannot read", e)),
             };
+            let policy = match toolhost_policy::policy_file_path(&path) {
+                Some(policy_path) => read_policy_file(&policy_path)?,
+                None => None,
+            };
             Ok(Fetched {
                 resolved: path.display().to_string(),
                 component_digest: digest_of(&bytes),
                 bytes,
                 signature,
-                policy: None,
+                policy,
             })
         }
         ToolRef::Https(url) => {
@@ -98,6 +110,33 @@ pub async fn fetch(source: &ToolRef, base: &Path, access: &Access) -> Result<Fet
             Ok(Fetched { resolved: url.clone(), component_digest: digest_of(&bytes), bytes, signature, policy: None })
         }
     }
+}
+
+/// The bytes of the policy file at `path`, `None` when there is none: read once, so that the
+/// bytes whose digest a signature is checked against are the bytes installed. Only a regular
+/// file (checked before opening it, so a FIFO cannot stall this, and again on the handle), at
+/// most [`toolhost_policy::MAX_POLICY_FILE_BYTES`]; parsing it is the installer's.
+fn read_policy_file(path: &Path) -> Result<Option<Vec<u8>>> {
+    use std::io::Read as _;
+    let limit = toolhost_policy::MAX_POLICY_FILE_BYTES;
+    let refuse = || {
+        let what = format!("a policy file must be a regular file of at most {limit} bytes");
+        Error::io(path, what, std::io::Error::from(std::io::ErrorKind::InvalidInput))
+    };
+    let check = |meta: &std::fs::Metadata| if !meta.is_file() || meta.len() > limit { Err(refuse()) } else { Ok(()) };
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, "cannot read", e)),
+        Ok(meta) => check(&meta)?,
+    }
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, "cannot read", e))?;
+    check(&file.metadata().map_err(|e| Error::io(path, "cannot read", e))?)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| Error::io(path, "cannot read", e))?;
+    if bytes.len() as u64 > limit {
+        return Err(refuse());
+    }
+    Ok(Some(bytes))
 }
 
 /// GET `url` over HTTPS, at most `limit` bytes; `None` for a 404.

@@ -188,9 +188,12 @@ pub fn capabilities(list: &[String]) -> Vec<Capability> {
 /// The signature a lock entry holds, if any.
 pub fn locked_signature(entry: &LockedTool) -> Option<Signature> {
     match (&entry.signer, &entry.signature) {
-        (Some(key), Some(signature)) => {
-            Some(Signature { digest: entry.component.clone(), key: key.clone(), signature: signature.clone() })
-        }
+        (Some(key), Some(signature)) => Some(Signature {
+            digest: entry.component.clone(),
+            policy: entry.signed_policy.clone(),
+            key: key.clone(),
+            signature: signature.clone(),
+        }),
         _ => None,
     }
 }

@@ -15,7 +15,7 @@
 //! use toolhost_registry::{Lock, sign::SecretKey};
 //!
 //! let key = SecretKey::generate().unwrap();
-//! let signature = key.sign("sha256:0000000000000000000000000000000000000000000000000000000000000000");
+//! let signature = key.sign("sha256:0000000000000000000000000000000000000000000000000000000000000000", None);
 //! assert_eq!(signature.verify(&signature.digest).unwrap(), key.public());
 //! assert!(Lock::default().tools.is_empty());
 //! ```

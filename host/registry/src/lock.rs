@@ -18,6 +18,7 @@
 //! grant = ["fs-read(.)", "net(api.example.com)"]   # the effective grant when locked
 //! signer = "ed25519:…"          # absent when unsigned
 //! signature = "…"               # base64; re-verified at every start, offline
+//! signed_policy = "sha256:…"    # the policy file it signs (or "none"); absent for a v1 signature
 //! ```
 //!
 //! Directories in `grant` inside the workspace are written relative to it (`.`, `./docs`), so
@@ -101,6 +102,11 @@ pub struct LockedTool {
     /// The signature (base64), when signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// The policy file the signature signs with the component (`none`, or its digest), part
+    /// of what is verified at every start; absent for a first-format signature, which signs
+    /// the component alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_policy: Option<crate::sign::SignedPolicy>,
 }
 
 impl Lock {

@@ -71,8 +71,10 @@ pub struct Pulled {
     /// The signature stored beside the manifest, if any (not yet verified).
     pub signature: Option<Signature>,
     /// The policy file published in the same manifest (a layer of media type
-    /// [`POLICY_LAYER_MEDIA_TYPE`]), not yet parsed. The manifest's digest covers it, so a
-    /// signature covers it too.
+    /// [`POLICY_LAYER_MEDIA_TYPE`]), not yet parsed. A signature covers it only if it names
+    /// its digest ([`Signature::covers_policy`]): anyone who can push to the repository can
+    /// push another manifest with the same component, another policy layer and the same
+    /// signature beside it.
     pub policy: Option<Vec<u8>>,
 }
 
@@ -294,8 +296,9 @@ fn descriptor(media_type: &str, bytes: &[u8]) -> OciDescriptor {
     }
 }
 
-/// Push `bytes` (a component) to `r`'s tag; with `signature`, push it beside. Returns the
-/// manifest's digest.
+/// Push `bytes` (a component) to `r`'s tag; with `signature`, push it beside (it should sign
+/// `meta.policy` too, [`crate::sign::SecretKey::sign`], or installers will not apply that
+/// policy without asking). Returns the manifest's digest.
 ///
 /// # Errors
 ///

@@ -8,7 +8,9 @@ use crate::install;
 use crate::setup::{self, GlobalArgs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use toolhost_policy::{Config, ToolRef};
+use std::path::Path;
+use toolhost_policy::{Capability, Config, ToolRef};
+use toolhost_registry::sign::UncoveredPolicy;
 
 #[derive(Args, Debug)]
 pub struct AddCommand {
@@ -29,6 +31,11 @@ pub struct AddCommand {
     /// as its tool name or `INTERFACE#FUNCTION`; written as `[tools.N] function`.
     #[arg(long)]
     function: Option<String>,
+    /// Install a signed tool whose policy file its signature does not cover (added, changed
+    /// or removed after signing, or beside a first-format signature) as it is published
+    /// (needed without a terminal; on one, the grant is shown and asked about).
+    #[arg(long)]
+    accept_policy: bool,
 }
 
 impl AddCommand {
@@ -108,18 +115,15 @@ impl AddCommand {
         // A file's policy file (`NAME.policy.yaml` beside it), or the policy layer published with
         // an OCI artifact, is installed as the entry's grant: the store keeps only the
         // component, and a grant in the config is one the operator sees and `update` compares.
+        let new_entry = !config.tools.contains_key(&name);
         let policy = match &source {
-            _ if config.tools.contains_key(&name) => None,
-            ToolRef::File(file) => {
-                let file = if file.is_relative() { install::base_dir(&config_file).join(file) } else { file.clone() };
-                match toolhost_policy::policy_file_path(&file) {
-                    Some(path) => toolhost_policy::read_policy_file(&path)?
-                        .map(|g| (format!("Its policy file {}", path.display()), g)),
-                    None => None,
-                }
-            }
+            _ if !new_entry => None,
+            ToolRef::File(_) => c.published_grant()?.map(|g| (format!("Its policy file {}", c.policy_label), g)),
             _ => c.published_grant()?.map(|g| ("The policy file published with it".to_string(), g)),
         };
+        // A policy file its signature does not cover is not the signer's word: it is applied
+        // (or, removed, its absence accepted) only on a person's yes.
+        let uncovered = c.uncovered_policy.clone().filter(|_| new_entry);
         let (lock_path, mut lock) = setup::lock_for(global)?;
         let new_text = match config.tools.get(&name) {
             Some(t)
@@ -138,12 +142,19 @@ impl AddCommand {
             Config::parse(&new_text, &config_file).context("the config would not parse after adding the tool")?;
         let mut c = c;
         if let Some((what, _)) = &policy {
-            crate::output::outln!("{what} becomes [tools.{name}] grant");
+            match &uncovered {
+                None => crate::output::outln!("{what} becomes [tools.{name}] grant"),
+                Some(_) => crate::output::outln!("{what} would become [tools.{name}] grant"),
+            }
             c.entry.grant = install::locked_grant(&new_config, &name, &c.inspection.info, &workspace);
         }
 
         crate::output::outln!("Fetched {}", c.entry.resolved);
         install::show(&c.inspection, &c.entry.grant, &c.signer);
+        if let Some(why) = &uncovered {
+            let asks = policy.as_ref().map(|(_, g)| g.capabilities(&workspace));
+            self.accept_uncovered_policy(&name, why, asks.as_deref(), &config_file)?;
+        }
         setup::store()?.put(&c.bytes)?;
         if new_text != text {
             setup::replace_file(&config_file, new_text.as_bytes())?;
@@ -154,5 +165,41 @@ impl AddCommand {
         // Its optimised code, ready in the cache by the time it is first called, often.
         setup::compile_in_background(global);
         Ok(0)
+    }
+
+    /// A signed tool whose policy file its signature does not cover: said, and then accepted
+    /// with `--accept-policy` or a yes on the terminal; otherwise refused with nothing written
+    /// (installing it without that grant would give it the default grant instead, which may
+    /// be wider than the one its signer signed).
+    fn accept_uncovered_policy(
+        &self,
+        name: &str,
+        why: &UncoveredPolicy,
+        asks: Option<&[Capability]>,
+        config_file: &Path,
+    ) -> Result<()> {
+        let effect = match asks {
+            None => "without it, it gets the grant shown above".to_string(),
+            Some(caps) => {
+                let caps: Vec<String> = caps.iter().map(ToString::to_string).collect();
+                format!("it asks for [{}]", crate::setup::printable(&caps.join(", ")))
+            }
+        };
+        crate::output::outln!("  policy:      not covered by the signature: {why}; {effect}  (needs your yes)");
+        let question = match why {
+            UncoveredPolicy::Removed { .. } => format!("Install {name} without the policy file its signer signed?"),
+            _ => format!("Write the grant of a policy file its signer did not sign into [tools.{name}]?"),
+        };
+        if self.accept_policy || tokio::task::block_in_place(|| install::confirm(&question))? {
+            return Ok(());
+        }
+        bail!(
+            "{}: {why}; not installed, nothing written. Run `toolhost add {} --accept-policy` to install it as \
+             published, or give it a grant of your own: add [tools.{name}] with `source` and `grant` to {} and run \
+             `toolhost update {name}`",
+            self.reference,
+            self.reference,
+            config_file.display()
+        )
     }
 }

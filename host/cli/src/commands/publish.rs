@@ -1,7 +1,7 @@
 //! `toolhost publish FILE oci://REGISTRY/REPOSITORY:TAG [--sign KEY]`: push a tool component
 //! in the CNCF Wasm OCI artifact layout (with the policy file beside it, if any, as a layer of
-//! its own), with an ed25519 signature beside it. Without a
-//! destination, `--sign` writes `FILE.sig` beside the file instead.
+//! its own), with an ed25519 signature beside it that covers both. Without a destination,
+//! `--sign` writes `FILE.sig` beside the file instead (covering its policy file too).
 
 use crate::install;
 use anyhow::{Context, Result, bail};
@@ -28,15 +28,29 @@ impl PublishCommand {
         // Only a tool that loads is published: a broken one fails here, not at its users'.
         let i = install::describe(&self.file.display().to_string(), &bytes).await?;
         let digest = toolhost_registry::digest_of(&bytes);
+        // Its policy file (`NAME.policy.yaml` beside it) travels with it, as Wassette publishes
+        // one: checked first, so that no one installs a policy that does not parse, and signed
+        // with the component, so that no one else's policy file passes for the signer's.
+        let policy_file = toolhost_policy::policy_file_path(&self.file).filter(|p| p.exists());
+        let policy = match &policy_file {
+            Some(path) => {
+                toolhost_policy::read_policy_file(path)?;
+                Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?)
+            }
+            None => None,
+        };
+        let policy_digest = policy.as_deref().map(toolhost_registry::digest_of);
         let key = self.sign.as_deref().map(SecretKey::read).transpose()?;
-        let signature = key.as_ref().map(|k| k.sign(&digest));
+        let signature = key.as_ref().map(|k| k.sign(&digest, policy_digest.as_deref()));
+        let with = policy_file.map(|p| format!(" with its policy file {}", p.display())).unwrap_or_default();
         let Some(destination) = &self.destination else {
             let Some(signature) = signature else {
                 bail!("nothing to do: give a destination (oci://…) or --sign KEY")
             };
             let sig_file = PathBuf::from(format!("{}.sig", self.file.display()));
             crate::setup::replace_file(&sig_file, &signature.to_json())?;
-            crate::output::outln!("Signed {} ({digest}) by {}: {}", i.info.name, signature.key, sig_file.display());
+            let name = &i.info.name;
+            crate::output::outln!("Signed {name} ({digest}){with} by {}: {}", signature.key, sig_file.display());
             return Ok(0);
         };
         let ToolRef::Oci(r) = destination.parse::<ToolRef>()? else {
@@ -52,17 +66,10 @@ impl PublishCommand {
         if let Some(tag) = &r.tag {
             meta.annotations.insert("org.opencontainers.image.version".into(), tag.clone());
         }
-        // Its policy file (`NAME.policy.yaml` beside it) travels with it, as Wassette publishes
-        // one: checked first, so that no one installs a policy that does not parse.
-        let policy_file = toolhost_policy::policy_file_path(&self.file).filter(|p| p.exists());
-        if let Some(path) = &policy_file {
-            toolhost_policy::read_policy_file(path)?;
-            meta.policy = Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?);
-        }
+        meta.policy = policy;
         let access = install::access(&crate::setup::load_config(global)?)?;
         let manifest = oci::push(&r, &access, &bytes, &meta, signature.as_ref()).await?;
         let signed = signature.map(|s| format!(", signed by {}", s.key)).unwrap_or_default();
-        let with = policy_file.map(|p| format!(" with its policy file {}", p.display())).unwrap_or_default();
         crate::output::outln!("Published {}{with} to {}{signed}", i.info.name, r.with_digest(&manifest));
         Ok(0)
     }

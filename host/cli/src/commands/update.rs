@@ -15,7 +15,6 @@ use crate::setup::{self, GlobalArgs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use semver::VersionReq;
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use toolhost_policy::ToolRef;
 use toolhost_registry::CapabilityDiff;
 
@@ -102,7 +101,7 @@ impl UpdateCommand {
                     .await
                     .with_context(|| format!("updating {name}"))?;
             // The same bytes fetched without their signature keep the locked one (it signs the
-            // digest, which has not changed).
+            // digest, which has not changed, and the policy file it signed with it).
             if let Some(old) = &old
                 && old.component == c.entry.component
                 && old.signer.is_some()
@@ -110,6 +109,7 @@ impl UpdateCommand {
             {
                 c.entry.signer.clone_from(&old.signer);
                 c.entry.signature.clone_from(&old.signature);
+                c.entry.signed_policy.clone_from(&old.signed_policy);
             }
             // A signed tool whose new version its locked signer did not sign.
             let signer_change = old.as_ref().filter(|o| o.signer.is_some() && o.signer != c.entry.signer).map(|o| {
@@ -124,11 +124,19 @@ impl UpdateCommand {
                 Ok(Some(published)) if config.tools.get(&name).and_then(|t| t.grant()) != Some(&published) => {
                     let asks: Vec<String> =
                         published.capabilities(&workspace).iter().map(ToString::to_string).collect();
-                    Some(format!(
-                        "  its published policy file asks for [{}]: [tools.{name}] grant stays as written (edit it \
-                         to follow)",
-                        asks.join(", ")
-                    ))
+                    Some(match &c.uncovered_policy {
+                        // Not the signer's word: no advice to follow it.
+                        Some(why) => format!(
+                            "  its published policy file asks for [{}], but {why}: it is not the signer's; \
+                             [tools.{name}] grant stays as written",
+                            asks.join(", ")
+                        ),
+                        None => format!(
+                            "  its published policy file asks for [{}]: [tools.{name}] grant stays as written (edit \
+                             it to follow)",
+                            asks.join(", ")
+                        ),
+                    })
                 }
                 _ => None,
             };
@@ -190,7 +198,7 @@ impl UpdateCommand {
             if signer_change.is_some()
                 && !self.accept_signer
                 && !tokio::task::block_in_place(|| {
-                    confirm(&format!("Accept {name} without its locked signer's signature?"))
+                    install::confirm(&format!("Accept {name} without its locked signer's signature?"))
                 })?
             {
                 refused.push(format!(
@@ -202,7 +210,10 @@ impl UpdateCommand {
             // A person's answer may take minutes: the worker this command runs on hands its
             // other tasks over while it waits.
             let question = format!("Accept the wider capabilities of {name}?");
-            if diff.widens() && !self.accept_capabilities && !tokio::task::block_in_place(|| confirm(&question))? {
+            if diff.widens()
+                && !self.accept_capabilities
+                && !tokio::task::block_in_place(|| install::confirm(&question))?
+            {
                 refused.push(format!(
                     "{name}: the new version may do more than the locked one (marked above); not updated. Run \
                      `toolhost update {name} --accept-capabilities` to accept it"
@@ -227,18 +238,4 @@ impl UpdateCommand {
         }
         Ok(if drift.is_empty() && refused.is_empty() { 0 } else { crate::EXIT_USAGE })
     }
-}
-
-/// Ask `question` on the terminal; `false` without a terminal.
-fn confirm(question: &str) -> Result<bool> {
-    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return Ok(false);
-    }
-    let Ok(tty) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/tty") else { return Ok(false) };
-    let mut out = &tty;
-    write!(out, "{question} [y/N] ")?;
-    out.flush()?;
-    let mut answer = String::new();
-    std::io::BufReader::new(&tty).read_line(&mut answer)?;
-    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
