@@ -20,12 +20,19 @@
 //! keep-alive connections, each in its own thread doing sequential calls, in calls per second.
 //! The HTTP floor is a thread-per-connection HTTP/1.1 server answering each POST at once with a
 //! JSON body.
+//!
+//! The server is the `toolhost` of this build (`cargo build --release`), or the binary named by
+//! `TOOLHOST_BIN`. With `TOOLHOST_BIN_A` and `TOOLHOST_BIN_B` set, the bench runs one round of
+//! the same-run A/B instead (`tests/benches/ab.py`, which sets them): each figure for both
+//! binaries, one after the other in the order of `AB_ORDER` (`AB` or `BA`), printed as one JSON
+//! line per figure and side. The client is this program in both, so it is not part of the
+//! difference.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Barrier, mpsc};
@@ -43,7 +50,12 @@ fn main() {
         return;
     }
     let calls: usize = std::env::var("CALLS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    if let (Some(a), Some(b)) = (std::env::var_os("TOOLHOST_BIN_A"), std::env::var_os("TOOLHOST_BIN_B")) {
+        ab_round(calls, [("A", a.into()), ("B", b.into())]);
+        return;
+    }
     let repeats: usize = std::env::var("REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let binary = toolhost_binary();
     let ws = toolhost_tests::workspace();
     let tools = ws.path().join("tools");
     std::fs::create_dir(&tools).unwrap();
@@ -56,7 +68,7 @@ fn main() {
         c
     };
     let toolhost = || {
-        let mut c = Command::new(toolhost_tests::cli::binary());
+        let mut c = Command::new(&binary);
         c.args(["mcp", "--no-default-tools", "--permission-mode", "bypass", "--tools"])
             .arg(&tools)
             .arg("--workspace")
@@ -78,7 +90,7 @@ fn main() {
         ),
     )
     .unwrap();
-    let trusted = Command::new(toolhost_tests::cli::binary())
+    let trusted = Command::new(&binary)
         .arg("trust")
         .current_dir(proxy_ws.path())
         .env("TOOLHOST_CACHE_DIR", cache.path().join("proxy-cache"))
@@ -86,7 +98,7 @@ fn main() {
         .unwrap();
     assert!(trusted.status.success(), "toolhost trust: {}", String::from_utf8_lossy(&trusted.stderr));
     let proxy = || {
-        let mut c = Command::new(toolhost_tests::cli::binary());
+        let mut c = Command::new(&binary);
         c.args(["mcp", "--no-default-tools", "--permission-mode", "bypass"])
             .current_dir(proxy_ws.path())
             .env("TOOLHOST_CACHE_DIR", cache.path().join("proxy-cache"));
@@ -155,6 +167,139 @@ fn main() {
             ("toolhost mcp --stateless", &toolhost_stateless),
         ],
     );
+}
+
+/// The server under test: `TOOLHOST_BIN`, else the `toolhost` of this build.
+fn toolhost_binary() -> PathBuf {
+    match std::env::var_os("TOOLHOST_BIN") {
+        Some(path) => path.into(),
+        None => toolhost_tests::cli::binary().to_path_buf(),
+    }
+}
+
+/// One round of the same-run A/B (`tests/benches/ab.py`): every figure for the two binaries, one
+/// side after the other in the order `AB_ORDER` names (`AB`, the default, or `BA`), each printed
+/// as a JSON line `{"figure", "unit", "side", "value"}`, or `"missing"` with the reason when a
+/// binary cannot give it. All figures are times (smaller is better): a rate is printed as the
+/// time per call. `STARTS` (default 11): starts per side for start → `tools/list` ready.
+fn ab_round(calls: usize, sides: [(&str, PathBuf); 2]) {
+    let starts: usize = std::env::var("STARTS").ok().and_then(|v| v.parse().ok()).unwrap_or(11);
+    let mut sides = sides;
+    match std::env::var("AB_ORDER").as_deref() {
+        Ok("BA") => sides.reverse(),
+        Ok("AB") | Err(_) => {}
+        Ok(other) => panic!("AB_ORDER is AB or BA, not {other}"),
+    }
+    let ws = toolhost_tests::workspace();
+    let tools = ws.path().join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    std::fs::write(tools.join("noop.wasm"), toolhost_tests::guests::NOOP).unwrap();
+    let token_file = ws.path().join("mcp.token");
+    let token = write_token(&token_file);
+    // A compile cache per side: two builds may not read each other's entries alike.
+    let cache = toolhost_tests::workspace();
+    let toolhost = |side: &str, binary: &Path| {
+        let mut c = Command::new(binary);
+        c.args(["mcp", "--no-default-tools", "--permission-mode", "bypass", "--tools"])
+            .arg(&tools)
+            .arg("--workspace")
+            .arg(ws.path())
+            .env("TOOLHOST_CACHE_DIR", cache.path().join(side));
+        c
+    };
+    let http = |side: &str, binary: &Path, stateless: bool| {
+        let mut c = toolhost(side, binary);
+        c.args(["--http", "127.0.0.1:0", "--token-file"]).arg(&token_file);
+        if stateless {
+            c.arg("--stateless");
+        }
+        c
+    };
+    let print = |figure: &str, unit: &str, side: &str, value: Result<f64, String>| {
+        let line = match value {
+            Ok(value) => json!({"figure": figure, "unit": unit, "side": side, "value": value}),
+            Err(missing) => json!({"figure": figure, "unit": unit, "side": side, "missing": missing}),
+        };
+        println!("{line}");
+    };
+
+    // The control: the same reference server on both sides, so its ratio shows the noise.
+    for (side, _) in &sides {
+        let mut reference = Command::new(std::env::current_exe().unwrap());
+        reference.arg("--reference-server");
+        let mut server = Server::start(reference, "Noop");
+        let (median, _) = server.sequential(calls);
+        server.stop();
+        print("control: reference stdio server, sequential", "µs", side, Ok(micros(median)));
+    }
+    // Each side's cache gets Cranelift's code for `Noop` before anything is timed: a build with
+    // tiered compilation would otherwise run the first server's calls on Winch's code (several
+    // times slower) while Cranelift compiles beside them. `TOOLHOST_NO_TIERING` compiles with
+    // Cranelift before the first call; a build without tiering ignores it.
+    for (side, binary) in &sides {
+        let mut warm = toolhost(side, binary);
+        warm.env("TOOLHOST_NO_TIERING", "1");
+        Server::start(warm, "Noop").stop();
+    }
+    for (side, binary) in &sides {
+        let mut server = Server::start(toolhost(side, binary), "Noop");
+        let (median, _) = server.sequential(calls);
+        let rate = server.pipelined(calls);
+        server.stop();
+        print("stdio tools/call, sequential", "µs", side, Ok(micros(median)));
+        print(&format!("stdio tools/call, pipelined ({WINDOW} in flight)"), "µs", side, Ok(1e6 / rate));
+    }
+    for (label, stateless) in [("HTTP session", false), ("HTTP stateless", true)] {
+        for (side, binary) in &sides {
+            let keep_alive = format!("{label}, keep-alive sequential");
+            let in_flight = format!("{label}, {WINDOW} connections");
+            match HttpServer::try_start(http(side, binary, stateless), &token) {
+                Ok(server) => {
+                    let (median, _) = server.sequential(calls, Reuse::KeepAlive);
+                    let rate = server.in_flight(calls);
+                    server.stop();
+                    print(&keep_alive, "µs", side, Ok(micros(median)));
+                    print(&in_flight, "µs", side, Ok(1e6 / rate));
+                }
+                Err(e) => {
+                    print(&keep_alive, "µs", side, Err(e.clone()));
+                    print(&in_flight, "µs", side, Err(e));
+                }
+            }
+        }
+    }
+    // Start → `tools/list` answered, warm cache: the sides alternate start by start.
+    let mut ready: Vec<Vec<Duration>> = vec![Vec::new(); sides.len()];
+    for _ in 0..starts {
+        for (times, (side, binary)) in ready.iter_mut().zip(&sides) {
+            times.push(start_to_ready(toolhost(side, binary)));
+        }
+    }
+    for (mut times, (side, _)) in ready.into_iter().zip(&sides) {
+        times.sort();
+        print("start → tools/list ready", "ms", side, Ok(times[times.len() / 2].as_secs_f64() * 1e3));
+    }
+}
+
+/// From spawning `command` to the answer of its `tools/list` (after `initialize` and
+/// `notifications/initialized`), which must list `Noop`.
+fn start_to_ready(mut command: Command) -> Duration {
+    let start = Instant::now();
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let input = child.stdin.take().unwrap();
+    let output = BufReader::new(child.stdout.take().unwrap());
+    let mut server = Server { child, input, output, next_id: 0, tool: "Noop".into() };
+    let init = server.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
+    );
+    assert!(init.get("result").is_some(), "initialize failed: {init}");
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let list = server.request("tools/list", json!({}));
+    let elapsed = start.elapsed();
+    assert!(list["result"]["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["name"] == "Noop")), "{list}");
+    server.stop();
+    elapsed
 }
 
 fn micros(d: Duration) -> f64 {
@@ -393,17 +538,28 @@ struct HttpServer {
 impl HttpServer {
     /// Start `command` (which prints `… listening on http://HOST:PORT/mcp` on stderr), then
     /// `initialize`, `notifications/initialized` and one first call.
-    fn start(mut command: Command, token: &str) -> HttpServer {
+    fn start(command: Command, token: &str) -> HttpServer {
+        HttpServer::try_start(command, token).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// As [`HttpServer::start`]; a server that exits before listening (an older build without
+    /// one of the options, say) is an error with what it wrote on stderr.
+    fn try_start(mut command: Command, token: &str) -> Result<HttpServer, String> {
         let mut child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut line = String::new();
+        let mut before = String::new();
         let addr = loop {
             line.clear();
-            assert!(stderr.read_line(&mut line).unwrap() > 0, "the server exited before listening");
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                let _ = child.wait();
+                return Err(format!("the server exited before listening: {}", before.trim()));
+            }
             if let Some(rest) = line.trim().split("listening on http://").nth(1) {
                 let authority = rest.strip_suffix("/mcp").unwrap_or(rest);
                 break authority.parse::<SocketAddr>().unwrap();
             }
+            before.push_str(&line);
         };
         // Whatever else it writes must not fill the pipe and stop it.
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
@@ -422,7 +578,7 @@ impl HttpServer {
         // One call first: the tool's code is made ready at its first call.
         let first = connection.call_noop(&endpoint);
         assert_eq!(first["result"]["content"][0]["text"], "ok", "{first}");
-        HttpServer { child, endpoint }
+        Ok(HttpServer { child, endpoint })
     }
 
     /// Median and 90th percentile of `n` round trips, one at a time.
