@@ -264,7 +264,16 @@ fn interpreters_of_scripts(runs: &mut HookRuns, workspace: &Path) {
     use std::io::Read as _;
     let mut found = Vec::new();
     for file in &runs.files {
-        let Ok(f) = std::fs::File::open(file) else { continue };
+        // Non-blocking, and a regular file only: a FIFO planted where a hook's script should
+        // be must not stall the start.
+        use rustix::fs::{Mode, OFlags};
+        let Ok(fd) = rustix::fs::open(file, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty()) else {
+            continue;
+        };
+        let f = std::fs::File::from(fd);
+        if !f.metadata().is_ok_and(|m| m.is_file()) {
+            continue;
+        }
         let mut head = [0u8; 256];
         let Ok(n) = f.take(256).read(&mut head) else { continue };
         let Some(line) = head[..n].strip_prefix(b"#!") else { continue };

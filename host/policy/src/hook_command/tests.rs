@@ -245,6 +245,9 @@ fn a_virtual_environment_or_node_modules_a_program_runs_from_is_protected_whole(
     }
     let got = protect("node tools/node_modules/srv/bin/srv.js");
     assert!(got.contains(&ws.join("tools/node_modules")), "{got:?}");
+    // A FIFO where a script should be is not read (the start would wait for a writer).
+    assert!(std::process::Command::new("mkfifo").arg(ws.join("hooks/fifo.sh")).status().unwrap().success());
+    assert_eq!(protect("sh hooks/fifo.sh"), [ws.join("hooks")]);
     // A plain interpreter outside the workspace brings nothing more.
     assert_eq!(protect("python3 hooks/guard.py"), [ws.join("hooks")]);
 }
