@@ -158,10 +158,12 @@ async fn a_hook_command_that_cannot_be_analysed_is_a_config_error_naming_the_way
         ("cargo test", "`cargo`", "files = ["),
         ("pytest", "`pytest`", "files = ["),
         ("cat hooks/guard.sh | sh", "`sh` runs no script file", "files = ["),
-        // At the root, the directory to protect would be the whole workspace.
-        ("sh guard.sh", "is the workspace or above it", "files = [\"guard.sh\"]"),
-        ("\"$CLAUDE_PROJECT_DIR\"/guard.sh", "is the workspace or above it", "files = [\"guard.sh\"]"),
+        // A Node script at the root: what it loads beside it has no pattern, and the
+        // directory to protect would be the whole workspace.
+        ("node guard.js", "the workspace or a directory above it", "files = [\"guard.js\"]"),
+        ("\"$CLAUDE_PROJECT_DIR\"/guard.js", "with no extension", "files = [\"guard.js\"]"),
     ];
+    put(ws.path(), "guard.js", "#!/usr/bin/env node\n");
     for (command, reason, fix) in cases {
         let shown = build_error(ws.path(), &toml(command, ""));
         assert!(shown.starts_with(&format!("config: hook [{command}] ")), "{shown}");
@@ -172,6 +174,34 @@ async fn a_hook_command_that_cannot_be_analysed_is_a_config_error_naming_the_way
     // `files` naming the workspace would protect all of it.
     let shown = build_error(ws.path(), &toml("make check", "files = [\".\"]\n"));
     assert!(shown.contains("files[0] = \".\" is the workspace"), "{shown}");
+}
+
+/// A hook script at the workspace root: the script itself is protected (a shell loads nothing
+/// beside it on its own); for Python, what it imports beside it waits for a person; the rest
+/// of the workspace stays writable.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hook_script_at_the_root_is_protected_itself_and_its_imports_wait_for_a_person() {
+    let ws = workspace();
+    let ws = ws.path();
+    put(ws, "guard.sh", &format!("cat > /dev/null\n{MARK}"));
+    put(ws, "guard.py", "import sys\nsys.stdin.read()\n");
+    for command in ["sh guard.sh", "\"$CLAUDE_PROJECT_DIR\"/guard.sh", "python3 guard.py"] {
+        let rt = runtime(ws, &toml(command, "")).await;
+        for target in ["guard.sh", "guard.py"].iter().filter(|t| command.contains(**t)) {
+            let before = std::fs::read(ws.join(target)).unwrap();
+            let r = write(&rt, target, "touch pwned\n").await;
+            assert!(r.is_error, "[{command}] {target} was written: {}", r.text());
+            assert_eq!(std::fs::read(ws.join(target)).unwrap(), before, "[{command}] {target} changed");
+        }
+        let r = write(&rt, "notes.txt", "fine").await;
+        assert!(!r.is_error, "[{command}] {}", r.text());
+        let r = write(&rt, "sys.py", "import os\n").await;
+        assert_eq!(r.is_error, command.starts_with("python3"), "[{command}] {}", r.text());
+        if r.is_error {
+            assert!(r.text().contains("code guard.py loads from beside it"), "{}", r.text());
+        }
+        std::fs::remove_file(ws.join("sys.py")).ok();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

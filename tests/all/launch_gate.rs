@@ -410,17 +410,44 @@ fn a_first_start_that_brings_host_programs_is_asked_on_a_terminal() {
     assert!(!screen.contains("[y/N]"), "{screen}");
 }
 
-/// A `.mcp.json` server whose script sits at the workspace root is refused for now, and the
-/// message names it as a server and gives the way out in the file's own syntax.
+/// The usual layout: a `.mcp.json` server whose script sits at the workspace root starts.
+/// Protecting the root whole would leave nothing writable, so the script itself is protected
+/// and what Python imports beside it (`*.py`, `*.pyc`, `*.so`, anywhere a link could lead)
+/// waits for a person in every mode; other files stay writable. Node, whose `require('./x')`
+/// loads an extensionless `x` first, cannot be bounded by pattern: refused, with a message
+/// about the server and the way out in the file's own syntax.
 #[test]
-fn a_root_server_script_is_refused_with_a_message_about_the_server() {
-    let fx = Fixture::new("");
+fn a_root_server_script_starts_and_what_it_imports_waits_for_a_person() {
+    let fx = Fixture::new(PERMISSIONS);
     fs::copy(plain_server(), fx.path("server.py")).unwrap();
-    let mcp = json!({"mcpServers": {"local": {"command": "python3", "args": ["server.py"]}}});
+    let mcp = json!({"mcpServers": {"plain": {"command": "python3", "args": ["server.py"]}}});
     fs::write(fx.path(".mcp.json"), mcp.to_string()).unwrap();
-    ok(&fx.run(&["trust"]));
-    let all = fails(&fx.run(&["list"]), "MCP server local [python3 server.py] runs");
-    assert!(all.contains("\"files\": [\"server.py\"]") && all.contains("as mcp/server.py"), "{all}");
+    let trusted = ok(&fx.run(&["trust"]));
+    assert!(trusted.contains("asks      //**/*.py (code server.py loads from beside it"), "{trusted}");
+    assert_eq!(ok(&fx.run(&["call", "mcp__plain__Noop", "{}"])).trim(), "ok");
+    let write =
+        |path: &str| fx.run(&["call", "Write", &json!({"file_path": path, "content": "import os\n"}).to_string()]);
+    for planted in ["json.py", "__pycache__/server.cpython-311.pyc", "pkg/__init__.py", "deep/er/x.so"] {
+        let o = write(planted);
+        assert_exit(&o, 1);
+        let said = stdout(&o) + &stderr(&o);
+        assert!(said.contains("code server.py loads from beside it"), "{planted}: {said}");
+        assert!(!fx.path(planted).exists(), "{planted} was written");
+    }
+    let before = fs::read(fx.path("server.py")).unwrap();
+    assert_exit(&write("server.py"), 1);
+    assert_eq!(fs::read(fx.path("server.py")).unwrap(), before, "the server's own script was rewritten");
+    ok(&write("notes.txt"));
+    assert!(fx.path("notes.txt").exists());
+
+    let node = Fixture::new("");
+    fs::write(node.path("server.js"), "").unwrap();
+    let mcp = json!({"mcpServers": {"local": {"command": "node", "args": ["server.js"]}}});
+    fs::write(node.path(".mcp.json"), mcp.to_string()).unwrap();
+    ok(&node.run(&["trust"]));
+    let all = fails(&node.run(&["list"]), "MCP server local [node server.js] runs");
+    assert!(all.contains("\"files\": [\"server.js\"]") && all.contains("as mcp/server.js"), "{all}");
+    assert!(all.contains("with no extension"), "{all}");
     assert!(!all.contains("hook ["), "{all}");
 }
 

@@ -279,6 +279,18 @@ impl PathPolicy {
         Ok(())
     }
 
+    /// [`ask_before_writing`](Self::ask_before_writing) for one pattern, named in refusals by
+    /// `label` rather than by its text (`//**/*.py (code server.py loads from beside it …)`).
+    ///
+    /// # Errors
+    ///
+    /// The pattern does not compile.
+    pub fn ask_before_writing_as(&mut self, pattern: &str, label: impl Into<String>) -> Result<(), PathPatternError> {
+        let compiled = PathPattern::new(pattern)?;
+        self.ask.extend([(compiled, label.into())]);
+        Ok(())
+    }
+
     /// [`ask_before_writing`](Self::ask_before_writing) for `patterns` at any depth anywhere,
     /// inside the workspace and outside it (each reported by its own text): a tool granted
     /// `~` must not write `~/.bashrc` unasked either. For names that mean the same thing in

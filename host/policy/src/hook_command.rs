@@ -30,6 +30,7 @@
 
 mod analyse;
 mod lex;
+mod loaders;
 #[cfg(test)]
 mod tests;
 
@@ -37,6 +38,7 @@ use crate::config::HookConfig;
 use crate::normalize;
 use analyse::{Analysis, has_script_extension, simple_commands};
 use lex::Expansions;
+pub use loaders::{Beside, Loader};
 use std::path::{Path, PathBuf};
 
 /// What a hook command runs, as far as its text tells: absolute, normalised paths.
@@ -50,6 +52,60 @@ pub struct HookRuns {
     /// hooks/pkg`, `PYTHONPATH=lib`), the `node_modules` a Node script's packages are looked
     /// up in.
     pub dirs: Vec<PathBuf>,
+    /// The program that runs each script of `files` it knows ([`Loader`]): what it loads
+    /// beside a script at the workspace root is asked for by pattern rather than protected
+    /// as a directory.
+    pub loaders: Vec<(PathBuf, Loader)>,
+    /// Files the programs load from their working directory (the workspace) or from above
+    /// their script (Node's `package.json` files), as patterns ([`crate::PathPattern`]) with
+    /// why: asked before writing, in every mode.
+    pub ask: Vec<AskPattern>,
+}
+
+/// A pattern of files a host program loads, asked before writing in every mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskPattern {
+    /// The pattern ([`crate::PathPattern`] syntax).
+    pub pattern: String,
+    /// What loads them, for the refusal (`code python3 loads from the workspace`).
+    pub why: String,
+}
+
+impl HookRuns {
+    /// The loader recorded for `file`, if any.
+    pub fn loader_of(&self, file: &Path) -> Option<Loader> {
+        self.loaders.iter().rev().find(|(f, _)| f == file).map(|(_, l)| *l)
+    }
+
+    /// Note that `loader` runs `file`, with what it loads from its working directory and,
+    /// for Node, the `package.json` of every directory above the script up to the nearest
+    /// that exists (its `"imports"`, and its `"name"` with `"exports"`, are looked up before
+    /// `node_modules`).
+    pub(crate) fn loads(&mut self, file: &Path, loader: Loader) {
+        self.loaders.push((file.to_path_buf(), loader));
+        for p in loader.from_working_directory() {
+            let why = format!("code that running {} loads from the working directory (the workspace)", file.display());
+            self.ask.push(AskPattern { pattern: anywhere(p), why });
+        }
+        if matches!(loader, Loader::Node | Loader::Bun) {
+            // Up to the nearest one that exists: Node reads no further.
+            for dir in file.ancestors().skip(1) {
+                let package = dir.join("package.json");
+                let pattern = loaders::literal_pattern(&package);
+                let why = format!("a package.json that decides what {} imports", file.display());
+                self.ask.push(AskPattern { pattern, why });
+                if package.is_file() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// A pattern as it applies to what a program loads: a name pattern (`*.py`) wherever a link
+/// in the workspace could lead (`//**/*.py`); an anchored one (`/.Rprofile`) as it is.
+fn anywhere(pattern: &str) -> String {
+    if pattern.contains('/') { pattern.to_string() } else { format!("//**/{pattern}") }
 }
 
 /// Why the files a hook command runs cannot be told from its text. `Display` is the reason,
@@ -189,16 +245,17 @@ pub enum HookError {
         /// The files it seems to run, workspace-relative, for the message.
         suggested: Vec<String>,
     },
-    /// A file the command runs sits at the workspace root (or above): protecting its
-    /// directory would protect the whole workspace.
+    /// A script the command runs sits at the workspace root (or above) and its interpreter
+    /// loads files beside it that no pattern names (Node's extensionless `require`):
+    /// protecting its directory would protect the whole workspace.
     #[error(
-        "hook [{command}] runs {file}, whose directory {dir} is the workspace or above it: toolhost protects the whole \
-         directory of every file a hook runs (interpreters load the files beside it), and protecting {dir} would \
-         leave nothing in the workspace writable. Move it into a directory of its own (as hooks/{name}), run it by an \
-         absolute path outside the workspace, or list the files it runs: files = [{}]",
+        "hook [{command}] runs {file} from {dir}, the workspace or a directory above it: {why}, and protecting \
+         {dir} whole would leave nothing in the workspace writable. Move it into a directory of its own (as \
+         hooks/{name}), run it by an absolute path outside the workspace, or list the files it runs: files = [{}]",
         files_list(std::slice::from_ref(.suggested)),
         file = .file.display(),
-        dir = .dir.display()
+        dir = .dir.display(),
+        name = file_name(.file)
     )]
     AtWorkspaceRoot {
         /// The command.
@@ -207,8 +264,8 @@ pub enum HookError {
         file: PathBuf,
         /// The directory that would be protected.
         dir: PathBuf,
-        /// The file's name.
-        name: String,
+        /// Why protecting what it loads by pattern is not enough.
+        why: &'static str,
         /// The file, workspace-relative when inside it.
         suggested: String,
     },
@@ -226,6 +283,10 @@ pub enum HookError {
         /// The entry as written.
         path: String,
     },
+}
+
+fn file_name(file: &Path) -> String {
+    file.file_name().map_or_else(|| "script".into(), |n| n.to_string_lossy().into_owned())
 }
 
 fn files_list(files: &[String]) -> String {
@@ -255,6 +316,8 @@ pub fn analyse_hook_command(command: &str, workspace: &Path, home: Option<&Path>
     code_trees(&mut runs, workspace);
     dedup(&mut runs.files);
     dedup(&mut runs.dirs);
+    let mut seen = std::collections::BTreeSet::new();
+    runs.ask.retain(|a| seen.insert(a.pattern.clone()));
     Ok(runs)
 }
 
@@ -263,6 +326,7 @@ pub fn analyse_hook_command(command: &str, workspace: &Path, home: Option<&Path>
 fn interpreters_of_scripts(runs: &mut HookRuns, workspace: &Path) {
     use std::io::Read as _;
     let mut found = Vec::new();
+    let mut loaders = Vec::new();
     for file in &runs.files {
         // Non-blocking, and a regular file only: a FIFO planted where a hook's script should
         // be must not stall the start.
@@ -278,12 +342,21 @@ fn interpreters_of_scripts(runs: &mut HookRuns, workspace: &Path) {
         let Ok(n) = f.take(256).read(&mut head) else { continue };
         let Some(line) = head[..n].strip_prefix(b"#!") else { continue };
         let line = String::from_utf8_lossy(line);
-        let Some(interpreter) = line.lines().next().and_then(|l| l.split_whitespace().next()) else { continue };
+        let Some(line) = line.lines().next() else { continue };
+        let Some(interpreter) = line.split_whitespace().next() else { continue };
         if interpreter.starts_with('/') {
             found.push(normalize(&workspace.join(interpreter)));
         }
+        if matches!(runs.loader_of(file), None | Some(Loader::Program))
+            && let Some(loader) = Loader::of_shebang(line)
+        {
+            loaders.push((file.clone(), loader));
+        }
     }
     runs.files.extend(found);
+    for (file, loader) in loaders {
+        runs.loads(&file, loader);
+    }
 }
 
 /// The trees an interpreter loads code from beside the file it runs, inside the workspace: a
@@ -310,23 +383,50 @@ fn code_trees(runs: &mut HookRuns, workspace: &Path) {
     runs.dirs.extend(trees);
 }
 
-/// The paths to protect so that no tool can change what `hook` runs: with a `files` key,
-/// exactly those (workspace-relative unless absolute; also their real paths); without, the
-/// directory of each file its command runs ([`analyse_hook_command`]) and each directory it
-/// loads from, at their lexical and real paths.
+/// What to keep from tools so that none can change what a hook (or a stdio MCP server) runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookProtection {
+    /// Paths no tool may write, replace or move (directories whole).
+    pub paths: Vec<PathBuf>,
+    /// Patterns of files it loads, asked before writing in every mode: what an interpreter
+    /// loads from its working directory, and from beside a script at the workspace root
+    /// (where protecting the script's directory would protect everything).
+    pub ask: Vec<AskPattern>,
+}
+
+/// [`hook_protection`]'s paths alone.
 ///
 /// # Errors
 ///
-/// [`HookError::Unanalysable`] when there is no `files` key and the command cannot be
-/// analysed; [`HookError::AtWorkspaceRoot`] when a directory to protect is the workspace or
-/// above it; [`HookError::ListedTooWide`] when a `files` entry is.
+/// As [`hook_protection`].
 pub fn hook_protected_paths(
     hook: &HookConfig,
     workspace: &Path,
     home: Option<&Path>,
 ) -> Result<Vec<PathBuf>, HookError> {
+    hook_protection(hook, workspace, home).map(|p| p.paths)
+}
+
+/// What to protect so that no tool can change what `hook` runs: with a `files` key, exactly
+/// those (workspace-relative unless absolute; also their real paths); without, the directory
+/// of each file its command runs ([`analyse_hook_command`]) and each directory it loads from,
+/// at their lexical and real paths, plus the patterns of files its interpreters load from the
+/// workspace ([`Loader::from_working_directory`]).
+///
+/// A script whose directory is the workspace (or above it) is protected as a file, and what
+/// its interpreter loads from beside it is asked for by pattern ([`Loader::beside_root`]):
+/// `python3 server.py` at the root asks before any `*.py`, `*.pyc` or `*.so` is written,
+/// anywhere a link could lead.
+///
+/// # Errors
+///
+/// [`HookError::Unanalysable`] when there is no `files` key and the command cannot be
+/// analysed; [`HookError::AtWorkspaceRoot`] when a script at the workspace root (or above)
+/// runs under an interpreter whose loads no pattern bounds, or a directory it loads from
+/// whole is the workspace or above it; [`HookError::ListedTooWide`] when a `files` entry is.
+pub fn hook_protection(hook: &HookConfig, workspace: &Path, home: Option<&Path>) -> Result<HookProtection, HookError> {
     let command = hook.command.get_ref();
-    let mut out = Vec::new();
+    let mut out = HookProtection::default();
     // A hook toolhost cannot run runs no file.
     if hook.refuses.is_some() {
         return Ok(out);
@@ -339,10 +439,10 @@ pub fn hook_protected_paths(
                     let path = f.get_ref().display().to_string();
                     return Err(HookError::ListedTooWide { command: command.clone(), index, path });
                 }
-                out.push(p);
+                out.paths.push(p);
             }
         }
-        dedup(&mut out);
+        dedup(&mut out.paths);
         return Ok(out);
     }
     let runs = analyse_hook_command(command, workspace, home).map_err(|reason| HookError::Unanalysable {
@@ -350,11 +450,11 @@ pub fn hook_protected_paths(
         reason,
         suggested: suggest(command, workspace, home),
     })?;
-    let too_wide = |file: &Path, dir: &Path| HookError::AtWorkspaceRoot {
+    let too_wide = |file: &Path, dir: &Path, why: &'static str| HookError::AtWorkspaceRoot {
         command: command.clone(),
         file: file.to_path_buf(),
         dir: dir.to_path_buf(),
-        name: file.file_name().map_or_else(|| "script".into(), |n| n.to_string_lossy().into_owned()),
+        why,
         suggested: relative(file, workspace),
     };
     for file in &runs.files {
@@ -363,22 +463,38 @@ pub fn hook_protected_paths(
         let lexical = file.parent().unwrap_or(Path::new("/")).to_path_buf();
         let real_file_dir = file.canonicalize().ok().and_then(|r| r.parent().map(Path::to_path_buf));
         let real_dir = lexical.canonicalize().ok();
-        for dir in std::iter::once(lexical).chain(real_file_dir).chain(real_dir) {
-            if workspace.starts_with(&dir) {
-                return Err(too_wide(file, &dir));
-            }
-            out.push(dir);
+        let dirs = [Some(lexical), real_file_dir, real_dir];
+        let Some(root) = dirs.iter().flatten().find(|d| workspace.starts_with(d)) else {
+            out.paths.extend(dirs.into_iter().flatten());
+            continue;
+        };
+        // A file a program reads, or a shell script: what loads from beside it is the
+        // script's own doing. A script of an interpreter that imports its neighbours: those
+        // neighbours by pattern, or nothing if no pattern bounds them.
+        let beside = runs.loader_of(file).map_or(Beside::Patterns(&[]), Loader::beside_root);
+        let patterns = match beside {
+            Beside::Patterns(p) => p,
+            Beside::Unbounded(why) => return Err(too_wide(file, root, why)),
+        };
+        out.paths.extend(std::iter::once(file.clone()).chain(file.canonicalize().ok()));
+        let name = relative(file, workspace);
+        for p in patterns {
+            let why = format!("code {name} loads from beside it, running unsandboxed from the workspace root");
+            out.ask.push(AskPattern { pattern: anywhere(p), why });
         }
     }
     for dir in &runs.dirs {
         for d in std::iter::once(dir.clone()).chain(dir.canonicalize().ok()) {
             if workspace.starts_with(&d) {
-                return Err(too_wide(dir, &d));
+                return Err(too_wide(dir, &d, "it loads code from that whole directory"));
             }
-            out.push(d);
+            out.paths.push(d);
         }
     }
-    dedup(&mut out);
+    out.ask.extend(runs.ask);
+    dedup(&mut out.paths);
+    let mut seen = std::collections::BTreeSet::new();
+    out.ask.retain(|a| seen.insert(a.pattern.clone()));
     Ok(out)
 }
 

@@ -56,7 +56,10 @@ pub use config::{
 pub use fs::{DEFAULT_ASK_BEFORE_WRITING, FsAccess, FsRefusal, PathPolicy};
 pub use grant::{DirGrant, EffectiveGrant, Grant, effective_grant, grant_excess};
 pub use hook::{HookMatcher, MatcherError};
-pub use hook_command::{HookError, HookRuns, Unanalysable, analyse_hook_command, hook_protected_paths};
+pub use hook_command::{
+    AskPattern, Beside, HookError, HookProtection, HookRuns, Loader, Unanalysable, analyse_hook_command,
+    hook_protected_paths, hook_protection,
+};
 pub use limits::{LimitKey, Limits};
 pub use net::{
     AddressRefusal, HostPattern, IpRange, METADATA_ADDRESSES, NetPattern, NetPatternError, PortPattern, WEB_PORTS,

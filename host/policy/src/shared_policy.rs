@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::fs::{DEFAULT_ASK_BEFORE_WRITING, PathPolicy};
-use crate::hook_command::{HookError, hook_protected_paths};
+use crate::hook_command::{HookError, HookProtection, hook_protected_paths, hook_protection};
 use crate::path_pattern::PathPatternError;
 use crate::permission::Rules;
 use std::path::{Path, PathBuf};
@@ -70,8 +70,16 @@ pub fn shared_policy(config: &Config, rules: &Rules, paths: &HostPaths<'_>) -> R
         // would make every read of every call pay for a check.
         policy.protect(cache.to_path_buf(), "toolhost's compile cache", false);
     }
-    for path in hook_paths(config, workspace, paths.home)? {
-        policy.protect(path, "code a hook or an MCP server runs or loads (they run unsandboxed)", false);
+    for (_, hook) in config.host_programs() {
+        let HookProtection { paths, ask } = hook_protection(&hook, workspace, paths.home)?;
+        for path in paths {
+            policy.protect(path, "code a hook or an MCP server runs or loads (they run unsandboxed)", false);
+        }
+        for a in ask {
+            policy
+                .ask_before_writing_as(&a.pattern, format!("{} ({})", a.pattern, a.why))
+                .map_err(|error| SharedPolicyError::Pattern { setting: "what a hook or an MCP server loads", error })?;
+        }
     }
     for file in config.tls.ca_files() {
         policy.protect(real_or_as_is(&file), "a certificate authority the tools' HTTPS trusts", false);

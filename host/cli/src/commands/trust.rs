@@ -131,6 +131,7 @@ fn show_programs(whole: &Config, now: &Config, subject: &Subject) {
                 for (k, v) in &spec.env_written {
                     outln!("    env       {}={}", printable(k), printable(&masked(k, v)));
                 }
+                show_protection(server, subject);
             }
             Ok(ServerLaunch::Http(spec)) => {
                 outln!("  server:     {name} {}{held}", printable(&spec.url));
@@ -143,6 +144,21 @@ fn show_programs(whole: &Config, now: &Config, subject: &Subject) {
             }
             Err(e) => outln!("  server:     {name} not started: {}{held}", printable(&e.to_string())),
         }
+    }
+}
+
+/// What is kept from tools for a stdio server: the paths no tool writes, and the patterns
+/// whose writes wait for a person in every mode (what its interpreter loads from the
+/// workspace, or from beside a script at the root).
+fn show_protection(server: &toolhost::policy::McpServerConfig, subject: &Subject) {
+    let Some(hook) = server.as_hook() else { return };
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let Ok(p) = toolhost::policy::hook_protection(&hook, &subject.workspace, home.as_deref()) else { return };
+    for path in &p.paths {
+        outln!("    protects  {}", printable(&pins::shown(path, subject)));
+    }
+    for a in &p.ask {
+        outln!("    asks      {} ({})", printable(&a.pattern), printable(&a.why));
     }
 }
 

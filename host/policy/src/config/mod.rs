@@ -1022,7 +1022,7 @@ matcher = "Read"
 command = "cd hooks && sh guard.sh"
 
 [[hooks.pre_tool_use]]
-command = "sh guard.sh"
+command = "node guard.js"
 
 [[hooks.post_tool_use]]
 command = "make check"
@@ -1049,7 +1049,7 @@ files = [""]
             "{got:?}"
         );
         assert_eq!((got[1].0, got[1].1), (5, 11));
-        assert!(got[1].2.contains("whose directory"), "{got:?}");
+        assert!(got[1].2.contains("hooks.pre_tool_use[1].command: hook [node guard.js] runs "), "{got:?}");
         assert_eq!((got[2].0, got[2].1, got[2].2.contains("files[1] = \".\"")), (9, 22, true), "{got:?}");
     }
 }

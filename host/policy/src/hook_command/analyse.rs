@@ -2,7 +2,7 @@
 //! options, the prefixes looked through, and what cannot be followed.
 
 use super::lex::{Redirect, Token, Word};
-use super::{HookRuns, Reason};
+use super::{HookRuns, Loader, Reason};
 use crate::normalize;
 use std::path::{Path, PathBuf};
 
@@ -185,6 +185,9 @@ impl Analysis<'_> {
             }
             if text.contains('/') {
                 self.script(text);
+                // What its `#!` line names, if anything, is read later.
+                let path = self.resolve(text);
+                self.runs.loaders.push((path, Loader::Program));
             }
             let name = text.rsplit('/').next().unwrap_or(text);
             match name {
@@ -452,7 +455,13 @@ impl Analysis<'_> {
         reads_stdin_file: bool,
     ) -> Result<(), Reason> {
         match script {
-            Some(s) => self.script(&s.text),
+            Some(s) => {
+                self.script(&s.text);
+                if let Some(loader) = Loader::of_interpreter(name) {
+                    let path = self.resolve(&s.text);
+                    self.runs.loads(&path, loader);
+                }
+            }
             // `sh < hooks/guard.sh`: the file read is a script (noted with the inputs).
             None if reads_stdin_file => {}
             None => return Err(Reason::NoScript(name.to_string())),

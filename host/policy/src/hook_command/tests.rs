@@ -194,17 +194,60 @@ fn the_directory_of_each_file_run_is_protected() {
     assert_eq!(protect("sh /opt/hooks/guard.sh").unwrap(), [PathBuf::from("/opt/hooks")]);
     assert_eq!(protect("true").unwrap(), Vec::<PathBuf>::new());
 
-    // A script at the root would protect the whole workspace: refused, with the ways out.
-    let err = protect("python3 hook.py").unwrap_err();
-    assert!(matches!(err, HookError::AtWorkspaceRoot { .. }), "{err}");
-    let shown = err.to_string();
-    assert!(shown.starts_with("hook [python3 hook.py] runs "), "{shown}");
-    assert!(shown.contains("hooks/hook.py") && shown.contains("files = [\"hook.py\"]"), "{shown}");
-    assert!(shown.contains("absolute path outside the workspace"), "{shown}");
-    assert!(matches!(protect("sh ../guard.sh").unwrap_err(), HookError::AtWorkspaceRoot { .. }));
-    // Home above the workspace.
-    let inside_home = hook_protected_paths(&hook("sh ~/x.sh", None), &ws, ws.parent());
-    assert!(matches!(inside_home, Err(HookError::AtWorkspaceRoot { .. })), "{inside_home:?}");
+    // A script at the root: the script itself, and what its interpreter loads beside it by
+    // pattern, wherever a link could lead.
+    let at_root = hook_protection(&hook("python3 hook.py", None), &ws, home).unwrap();
+    assert_eq!(at_root.paths, [ws.join("hook.py")]);
+    let patterns: Vec<_> = at_root.ask.iter().map(|a| a.pattern.as_str()).collect();
+    assert_eq!(patterns, ["//**/*.py", "//**/*.pyc", "//**/*.so"]);
+    assert!(at_root.ask[0].why.contains("code hook.py loads from beside it"), "{:?}", at_root.ask);
+    // A shell script loads nothing beside it on its own: the file alone.
+    let shell = hook_protection(&hook("sh guard.sh", None), &ws, home).unwrap();
+    assert_eq!((shell.paths, shell.ask), (vec![ws.join("guard.sh")], vec![]));
+    assert_eq!(protect("sh ../guard.sh").unwrap(), [normalize(&ws.join("../guard.sh"))]);
+    // A file an argument names at the root is read, not imported from: the file alone.
+    assert_eq!(protect("sh hooks/guard.sh hook.py").unwrap(), [ws.join("hooks"), ws.join("hook.py")]);
+    // Node loads `./name` with no extension before `name.js`: no pattern bounds it, so a
+    // script at the root is refused, with the ways out.
+    std::fs::write(ws.join("server.js"), "").unwrap();
+    for command in ["node server.js", "./server.js", "bun run ./server.js"] {
+        if command == "./server.js" {
+            std::fs::write(ws.join("server.js"), "#!/usr/bin/env node\n").unwrap();
+        }
+        let err = protect(command).unwrap_err();
+        assert!(matches!(err, HookError::AtWorkspaceRoot { .. }), "{command}: {err}");
+        let shown = err.to_string();
+        assert!(shown.starts_with(&format!("hook [{command}] runs ")), "{shown}");
+        assert!(shown.contains("with no extension") && shown.contains("hooks/server.js"), "{shown}");
+        assert!(shown.contains("files = [\"server.js\"]") && shown.contains("absolute path outside"), "{shown}");
+    }
+    // Home above the workspace: the file alone for a shell script.
+    let inside_home = hook_protected_paths(&hook("sh ~/x.sh", None), &ws, ws.parent()).unwrap();
+    assert_eq!(inside_home, [ws.parent().unwrap().join("x.sh")]);
+}
+
+/// What an interpreter loads from its working directory (the workspace) wherever its script
+/// is, and the `package.json` files above a Node script (`"imports"`, and `"name"` with
+/// `"exports"`, are looked up before `node_modules`), are asked before writing.
+#[test]
+fn what_an_interpreter_loads_from_the_workspace_is_asked_for() {
+    let (_d, ws) = workspace();
+    let ask = |c: &str| -> Vec<String> {
+        hook_protection(&hook(c, None), &ws, None).unwrap().ask.into_iter().map(|a| a.pattern).collect()
+    };
+    assert_eq!(ask("lua hooks/guard.lua"), ["//**/*.lua", "//**/*.so"]);
+    assert_eq!(ask("Rscript hooks/guard.R"), ["/.Rprofile", "/.Renviron"]);
+    assert!(ask("bun run hooks/guard.ts").contains(&"/bunfig.toml".to_string()));
+    let node = ask("node hooks/guard.js");
+    let root_package = super::loaders::literal_pattern(&ws.join("package.json"));
+    assert!(node.contains(&root_package), "{node:?}");
+    assert!(node.contains(&"//package.json".to_string()), "{node:?}");
+    // Node reads no further than the nearest package.json.
+    std::fs::write(ws.join("hooks/package.json"), "{}").unwrap();
+    let node = ask("node hooks/guard.js");
+    assert_eq!(node, [super::loaders::literal_pattern(&ws.join("hooks/package.json"))]);
+    assert_eq!(ask("python3 hooks/guard.py"), Vec::<String>::new());
+    assert_eq!(ask("sh hooks/guard.sh"), Vec::<String>::new());
 }
 
 #[test]
@@ -216,9 +259,17 @@ fn a_linked_script_protects_its_real_directory_too() {
     std::os::unix::fs::symlink(real.join("guard.sh"), ws.join("hooks/linked.sh")).unwrap();
     let got = hook_protected_paths(&hook("sh hooks/linked.sh", None), &ws, None).unwrap();
     assert_eq!(got, [ws.join("hooks"), real.clone()]);
-    // A link to a file at the root is a file at the root.
+    // A link to a file at the root is a file at the root: both ends protected, and what
+    // Python imports beside it asked for by pattern.
+    std::fs::write(ws.join("hook.py"), "").unwrap();
     std::os::unix::fs::symlink(ws.join("hook.py"), ws.join("hooks/root.py")).unwrap();
-    let err = hook_protected_paths(&hook("python3 hooks/root.py", None), &ws, None).unwrap_err();
+    let got = hook_protection(&hook("python3 hooks/root.py", None), &ws, None).unwrap();
+    assert_eq!(got.paths, [ws.join("hooks/root.py"), ws.join("hook.py")]);
+    assert!(got.ask.iter().any(|a| a.pattern == "//**/*.py"), "{:?}", got.ask);
+    let node = std::fs::write(ws.join("hook.js"), "")
+        .and_then(|()| std::os::unix::fs::symlink(ws.join("hook.js"), ws.join("hooks/root.js")));
+    node.unwrap();
+    let err = hook_protected_paths(&hook("node hooks/root.js", None), &ws, None).unwrap_err();
     assert!(matches!(err, HookError::AtWorkspaceRoot { .. }), "{err}");
 }
 

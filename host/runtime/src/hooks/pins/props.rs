@@ -1,17 +1,24 @@
 //! Generated servers against the gate: whatever a server's command, arguments and environment
 //! (variables with defaults, interpreters, places inside and outside the workspace), any
 //! change in what would run or where it loads code from is a widening change, and no place
-//! inside the workspace that a loader variable names is left writable by tools.
+//! inside the workspace that a loader variable names, or that an interpreter imports from
+//! beside its script (at the root too), is left writable by tools without a person's yes.
 
 use super::{Pins, changes};
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 use toolhost_policy::launch::{Kind, ServerLaunch, loader_variable};
-use toolhost_policy::{Config, hook_protected_paths, normalize};
+use toolhost_policy::{
+    Config, FsAccess, HostPaths, Loader, Rules, analyse_hook_command, hook_protected_paths, normalize, shared_policy,
+};
 
-const PROGRAMS: &[&str] = &["python3", "node", "/opt/tool/bin/run", "srv/run.sh", "${TOOLHOST_PROP_UNSET:-/opt/d}/py"];
+const PROGRAMS: &[&str] =
+    &["python3", "node", "/opt/tool/bin/run", "srv/run.sh", "${TOOLHOST_PROP_UNSET:-/opt/d}/py", "./run.py", "lua"];
 const ARGS: &[&str] = &[
     "srv/server.py",
+    "server.py",
+    "main.js",
+    "main.lua",
     "${TOOLHOST_PROP_UNSET:-srv}/main.js",
     "--port=8080",
     "-v",
@@ -95,6 +102,10 @@ fn workspace() -> (tempfile::TempDir, PathBuf) {
     }
     std::fs::write(ws.join("srv/server.py"), "print('hi')\n").unwrap();
     std::fs::write(ws.join("srv/run.sh"), "exec python3 srv/server.py\n").unwrap();
+    std::fs::write(ws.join("server.py"), "import helper\n").unwrap();
+    std::fs::write(ws.join("run.py"), "#!/usr/bin/env python3\nimport helper\n").unwrap();
+    std::fs::write(ws.join("main.js"), "require('./util')\n").unwrap();
+    std::fs::write(ws.join("main.lua"), "require 'util'\n").unwrap();
     (dir, ws)
 }
 
@@ -167,6 +178,44 @@ proptest! {
                         place.display()
                     );
                 }
+            }
+        }
+    }
+
+    /// End to end through the rules tools get: for every file a generated server runs under
+    /// an interpreter that imports its neighbours, a module planted beside it (or a
+    /// bytecode file, or a package) is refused or waits for a person, wherever the script
+    /// sits; a server whose neighbours no rule can keep (Node at the root) does not start.
+    #[test]
+    fn no_module_beside_a_servers_script_is_written_unasked(a in server()) {
+        let (_dir, ws) = workspace();
+        let c = config(&a, &ws);
+        // Without a hook form (a variable whose value is code, an unset one) it never starts.
+        let Some(hook) = c.mcp_servers["s"].as_hook() else { return Ok(()) };
+        let results = ws.join(".toolhost/results");
+        let paths = HostPaths { workspace: &ws, results_dir: &results, cache_dir: None, home: None, protected: &[] };
+        let Ok(policy) = shared_policy(&c, &Rules::default(), &paths) else {
+            // Refused at load: nothing starts.
+            return Ok(());
+        };
+        let Ok(runs) = analyse_hook_command(hook.command.get_ref(), &ws, None) else { return Ok(()) };
+        for (file, loader) in &runs.loaders {
+            let planted: &[&str] = match loader {
+                Loader::Python => &["json.py", "__pycache__/helper.cpython-311.pyc", "pkg/__init__.py", "x.so"],
+                Loader::Node => &["util", "util.js", "package.json", "node_modules/x/index.js"],
+                Loader::Lua => &["util.lua", "util/init.lua"],
+                _ => continue,
+            };
+            // Lua looks in its working directory (the workspace), the others beside the script.
+            let dir = if *loader == Loader::Lua { ws.as_path() } else { file.parent().expect("a file has a directory") };
+            for p in planted {
+                let target = dir.join(p);
+                prop_assert!(
+                    policy.check(&target, FsAccess::Write, &[]).is_err(),
+                    "{} can be written unasked, beside {} ({loader:?}): {a}",
+                    target.display(),
+                    file.display()
+                );
             }
         }
     }
