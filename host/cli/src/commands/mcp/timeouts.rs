@@ -11,6 +11,11 @@
 //! - **busy**: while a request is in flight (read, handled, its answer being sent: a long
 //!   `tools/call`, a session's standalone `GET` event stream) nothing is cut.
 //!
+//! The clock is looked at, not listened to: a change of state is a store under an uncontended
+//! lock, and the connection's watcher ([`Clock::expired`]) checks the deadline every
+//! [`Clock::tick`] (a quarter of the shorter wait, between 10 ms and 1 s). So a request costs
+//! no wake-up of another task, and a wait is cut at most one tick late.
+//!
 //! hyper's own `header_read_timeout` is not used: its timer starts as soon as a connection is
 //! ready for the next request, so it would also close kept-alive connections the same few
 //! seconds after their last answer, sooner than clients retire them (reqwest after 90 s), and a
@@ -34,7 +39,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 /// The two waits a connection is allowed (see the module's doc).
@@ -113,25 +117,22 @@ impl State {
 pub struct Clock {
     timeouts: Timeouts,
     state: Mutex<State>,
-    /// Woken at every change of state (one waiter, [`Clock::expired`]: a permit is kept when it
-    /// is not waiting, so no change is missed).
-    changed: Notify,
 }
 
 impl Clock {
     /// A clock for a connection opened now: its first request's head is awaited.
     pub fn new(timeouts: Timeouts) -> Arc<Clock> {
-        Arc::new(Clock { timeouts, state: Mutex::new(State::Head(Instant::now())), changed: Notify::new() })
+        Arc::new(Clock { timeouts, state: Mutex::new(State::Head(Instant::now())) })
+    }
+
+    /// How often [`Clock::expired`] looks: a quarter of the shorter wait, from 10 ms to 1 s.
+    pub fn tick(&self) -> Duration {
+        (self.timeouts.head.min(self.timeouts.idle) / 4).clamp(Duration::from_millis(10), Duration::from_secs(1))
     }
 
     fn update(&self, change: impl FnOnce(State) -> State) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let next = change(*state);
-        if next != *state {
-            *state = next;
-            drop(state);
-            self.changed.notify_one();
-        }
+        *state = change(*state);
     }
 
     /// A request is in flight until the returned value is dropped (hold it in the answer's body).
@@ -140,19 +141,18 @@ impl Clock {
         Busy(self.clone())
     }
 
-    /// Resolves when the connection has waited too long with nothing in flight.
+    /// Resolves when the connection has waited too long with nothing in flight (looked at
+    /// every [`Clock::tick`]).
     pub async fn expired(&self) -> Expired {
+        let mut ticks = tokio::time::interval(self.tick());
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            ticks.tick().await;
             let state = *self.state.lock().unwrap_or_else(|e| e.into_inner());
-            match state.deadline(self.timeouts) {
-                None => self.changed.notified().await,
-                Some((at, why)) if Instant::now() >= at => return why,
-                Some((at, _)) => {
-                    tokio::select! {
-                        () = tokio::time::sleep_until(at) => {}
-                        () = self.changed.notified() => {}
-                    }
-                }
+            if let Some((at, why)) = state.deadline(self.timeouts)
+                && Instant::now() >= at
+            {
+                return why;
             }
         }
     }
@@ -247,6 +247,32 @@ mod tests {
         let head = idle.read(t2);
         // The head's wait is counted from its first byte, and is the shorter one.
         assert_eq!(head.deadline(T), Some((t2 + T.head, Expired::Head)));
+    }
+
+    #[test]
+    fn the_clock_looks_four_times_per_shorter_wait_within_bounds() {
+        let tick = |head, idle| Clock::new(Timeouts { head, idle }).tick();
+        assert_eq!(tick(Duration::from_secs(10), Duration::from_secs(120)), Duration::from_secs(1));
+        assert_eq!(tick(Duration::from_secs(2), Duration::from_secs(120)), Duration::from_millis(500));
+        assert_eq!(tick(Duration::from_millis(5), Duration::from_secs(1)), Duration::from_millis(10));
+    }
+
+    /// A connection that sends nothing is cut once its head's wait has run out, and not
+    /// before; one with a request in flight is not cut; once it has left, the idle wait runs.
+    #[tokio::test]
+    async fn expired_resolves_once_the_deadline_has_passed_and_never_while_busy() {
+        let t = Timeouts { head: Duration::from_millis(40), idle: Duration::from_millis(80) };
+        let clock = Clock::new(t);
+        let opened = Instant::now();
+        assert_eq!(clock.expired().await, Expired::Head);
+        assert!(opened.elapsed() >= t.head, "{:?}", opened.elapsed());
+        let busy = clock.busy();
+        let cut = tokio::time::timeout(Duration::from_millis(300), clock.expired()).await;
+        assert!(cut.is_err(), "cut while busy");
+        let left = Instant::now();
+        drop(busy);
+        assert_eq!(clock.expired().await, Expired::Idle);
+        assert!(left.elapsed() >= t.idle, "{:?}", left.elapsed());
     }
 
     #[test]
