@@ -46,6 +46,7 @@ use crate::permission::{FileFamily, Rule};
 use globset::{GlobSet, GlobSetBuilder};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Files other programs run later (git, the shell, direnv, editors), asked before any write in
 /// every mode: writing one is how a sandboxed tool would get code run outside the sandbox.
@@ -164,29 +165,47 @@ struct Protected {
 #[derive(Clone, Debug, Default)]
 struct PatternSet {
     entries: Vec<(PathPattern, String)>,
-    /// The globs of the workspace-relative patterns, matched at once.
+    /// The patterns' globs in two sets, built at the first match rather than at each
+    /// [`PatternSet::extend`]: a policy is put together from several lists, and a set of a
+    /// hundred case-insensitive globs costs most of a millisecond to build.
+    combined: OnceLock<Combined>,
+}
+
+/// A [`PatternSet`]'s globs, matched at once.
+#[derive(Clone, Debug)]
+struct Combined {
+    /// The globs of the workspace-relative patterns.
     relative: GlobSet,
     /// The globs of the absolute (`//…`) patterns, relative to `/`.
     absolute: GlobSet,
-    /// False when the combined sets could not be built (globset's size limits): then each
-    /// pattern is matched on its own, which is slower but refuses the same paths.
-    combined: bool,
+    /// False when the sets could not be built (globset's size limits): then each pattern is
+    /// matched on its own, which is slower but refuses the same paths.
+    built: bool,
 }
 
 impl PatternSet {
     fn extend(&mut self, patterns: impl IntoIterator<Item = (PathPattern, String)>) {
+        let before = self.entries.len();
         self.entries.extend(patterns);
-        let (mut relative, mut absolute) = (GlobSetBuilder::new(), GlobSetBuilder::new());
-        for (p, _) in &self.entries {
-            let builder = if p.is_absolute() { &mut absolute } else { &mut relative };
-            for g in p.globs() {
-                builder.add(g.clone());
+        if self.entries.len() != before {
+            self.combined = OnceLock::new();
+        }
+    }
+
+    fn combined(&self) -> &Combined {
+        self.combined.get_or_init(|| {
+            let (mut relative, mut absolute) = (GlobSetBuilder::new(), GlobSetBuilder::new());
+            for (p, _) in &self.entries {
+                let builder = if p.is_absolute() { &mut absolute } else { &mut relative };
+                for g in p.globs() {
+                    builder.add(g.clone());
+                }
             }
-        }
-        match (relative.build(), absolute.build()) {
-            (Ok(r), Ok(a)) => (self.relative, self.absolute, self.combined) = (r, a, true),
-            _ => (self.relative, self.absolute, self.combined) = (GlobSet::empty(), GlobSet::empty(), false),
-        }
+            match (relative.build(), absolute.build()) {
+                (Ok(relative), Ok(absolute)) => Combined { relative, absolute, built: true },
+                _ => Combined { relative: GlobSet::empty(), absolute: GlobSet::empty(), built: false },
+            }
+        })
     }
 
     fn is_empty(&self) -> bool {
@@ -199,10 +218,11 @@ impl PatternSet {
         if self.entries.is_empty() {
             return None;
         }
-        if self.combined {
+        let combined = self.combined();
+        if combined.built {
             let inside = |base: &Path| path.strip_prefix(base).ok().filter(|rel| !rel.as_os_str().is_empty());
-            let hit = inside(workspace).is_some_and(|rel| self.relative.is_match(rel))
-                || inside(Path::new("/")).is_some_and(|rel| self.absolute.is_match(rel));
+            let hit = inside(workspace).is_some_and(|rel| combined.relative.is_match(rel))
+                || inside(Path::new("/")).is_some_and(|rel| combined.absolute.is_match(rel));
             if !hit {
                 return None;
             }
@@ -300,7 +320,7 @@ impl PathPolicy {
     ///
     /// The first pattern that does not compile.
     pub fn ask_before_writing_anywhere<S: AsRef<str>>(&mut self, patterns: &[S]) -> Result<(), PathPatternError> {
-        self.ask_before_writing(patterns)?;
+        // One absolute pattern each: `//**/p` matches inside the workspace as well.
         let compiled = patterns
             .iter()
             .map(|p| {

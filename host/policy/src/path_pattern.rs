@@ -9,6 +9,7 @@ use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use std::ffi::OsStr;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 /// A gitignore-style path pattern.
 ///
@@ -49,10 +50,11 @@ pub struct PathPattern {
     anchored: bool,
     /// The glob `G` and, unless it already ends with `/**`, `G/**` (what is inside a match).
     globs: Vec<Glob>,
-    /// `globs`, matched together.
-    set: GlobSet,
-    /// For `D/**`, `D` itself: what a permission rule covers besides ([`PathPattern::covers`]).
-    dir_itself: Option<globset::GlobMatcher>,
+    /// `globs`, matched together: compiled at the first match (see [`EAGER_ABOVE`]).
+    set: OnceLock<GlobSet>,
+    /// For `D/**`, `D` itself: what a permission rule covers besides ([`PathPattern::covers`]),
+    /// compiled at the first use.
+    dir_itself: Option<(Glob, OnceLock<globset::GlobMatcher>)>,
     /// The leading components without a glob character: for an anchored pattern, the directory
     /// every match lies in; for one at any depth, the names every match ends in or lies under.
     literal: Vec<String>,
@@ -75,6 +77,13 @@ pub enum PathPatternError {
         source: globset::Error,
     },
 }
+
+/// Patterns longer than this are compiled when they are read, so that one too big for
+/// globset's size limits is an error there. Shorter ones are only parsed then, and compiled
+/// at their first match: compiling is most of the cost of a pattern (tens of microseconds),
+/// a start reads a hundred of them, and most are never matched in a short run. A parsed
+/// pattern this short always compiles (`tests::short_patterns_always_compile`).
+const EAGER_ABOVE: usize = 256;
 
 /// Characters that start something other than a literal in a glob.
 const GLOB_META: &[char] = &['*', '?', '[', ']', '{', '}', '\\'];
@@ -125,14 +134,18 @@ impl PathPattern {
         // `secrets/**` names. Inside the sandbox the directory's own entry stays reachable (its
         // contents are what is denied).
         let dir_itself = match glob.strip_suffix("/**") {
-            Some(dir) if !dir.is_empty() && dir != "**" => Some(compile(dir)?.compile_matcher()),
+            Some(dir) if !dir.is_empty() && dir != "**" => Some((compile(dir)?, OnceLock::new())),
             _ => None,
         };
-        let mut set = GlobSetBuilder::new();
-        for g in &globs {
-            set.add(g.clone());
+        let set = OnceLock::new();
+        if pattern.len() > EAGER_ABOVE {
+            let built =
+                build_set(&globs).map_err(|source| PathPatternError::Glob { pattern: pattern.to_string(), source })?;
+            let _ = set.set(built);
+            if let Some((glob, matcher)) = &dir_itself {
+                let _ = matcher.set(glob.compile_matcher());
+            }
         }
-        let set = set.build().map_err(|source| PathPatternError::Glob { pattern: pattern.to_string(), source })?;
         let (anchored, rest) = match glob.strip_prefix("**/") {
             Some(rest) => (false, rest),
             None => (glob != "**", glob),
@@ -156,7 +169,7 @@ impl PathPattern {
     /// [`crate::resolve`]). A relative pattern matches only inside `workspace`; neither kind
     /// matches its base itself (the workspace, or `/`).
     pub fn matches(&self, path: &Path, workspace: &Path) -> bool {
-        self.relative(path, workspace).is_some_and(|rel| self.set.is_match(rel))
+        self.relative(path, workspace).is_some_and(|rel| self.set().is_match(rel))
     }
 
     /// Whether a permission rule with this pattern covers `path`: what [`PathPattern::matches`]
@@ -166,10 +179,18 @@ impl PathPattern {
             || self
                 .dir_itself
                 .as_ref()
+                .map(|(glob, matcher)| matcher.get_or_init(|| glob.compile_matcher()))
                 .is_some_and(|m| self.relative(path, workspace).is_some_and(|rel| m.is_match(rel)))
     }
 
-    /// The compiled globs, relative to [`PathPattern::base`]: for building one set of many
+    /// The globs matched together, compiled at the first call. A pattern of at most
+    /// [`EAGER_ABOVE`] characters always compiles; should one not, it matches nothing rather
+    /// than stopping a call.
+    fn set(&self) -> &GlobSet {
+        self.set.get_or_init(|| build_set(&self.globs).unwrap_or_else(|_| GlobSet::empty()))
+    }
+
+    /// The parsed globs, relative to [`PathPattern::base`]: for building one set of many
     /// patterns.
     pub(crate) fn globs(&self) -> &[Glob] {
         &self.globs
@@ -226,6 +247,14 @@ impl PathPattern {
     }
 }
 
+fn build_set(globs: &[Glob]) -> Result<GlobSet, globset::Error> {
+    let mut set = GlobSetBuilder::new();
+    for g in globs {
+        set.add(g.clone());
+    }
+    set.build()
+}
+
 /// Whether a path component is a pattern's literal name, ignoring case as the globs do.
 fn same_name(component: &OsStr, literal: &str) -> bool {
     component == OsStr::new(literal) || component.to_str().is_some_and(|c| c.to_lowercase() == literal.to_lowercase())
@@ -256,6 +285,38 @@ impl std::fmt::Display for PathPattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, ..Default::default() })]
+
+        /// What lets a short pattern be compiled at its first match: any pattern of at most
+        /// `EAGER_ABOVE` characters that parses also compiles (the worst cases are long runs
+        /// of classes, alternations and `**`).
+        #[test]
+        fn short_patterns_always_compile(
+            pattern in proptest::string::string_regex("(\\*\\*/|\\*|\\?|\\[!a-z\\]|\\{a,bc,\\*\\}|[a-z.]|/){1,120}").unwrap()
+        ) {
+            let pattern: String = pattern.chars().take(EAGER_ABOVE).collect();
+            if let Ok(p) = PathPattern::new(&pattern) {
+                proptest::prop_assert!(build_set(&p.globs).is_ok(), "{pattern}");
+                if let Some((glob, _)) = &p.dir_itself {
+                    let _ = glob.compile_matcher();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_pattern_matches_the_same_compiled_early_or_late() {
+        let long = format!("{}/**", "a".repeat(EAGER_ABOVE));
+        for text in ["src/**", "*.env", ".git/", long.as_str()] {
+            let p = PathPattern::new(text).unwrap();
+            assert_eq!(p.set.get().is_some(), text.len() > EAGER_ABOVE, "{text}");
+            let inside = Path::new("/w").join(text.trim_end_matches("/**").trim_end_matches('/').replace('*', "x"));
+            assert!(p.matches(&inside.join("f"), Path::new("/w")), "{text}");
+            assert!(p.set.get().is_some());
+        }
+    }
 
     #[test]
     fn a_rule_covers_the_directory_of_its_double_star_and_case_is_ignored() {
