@@ -1,9 +1,11 @@
 //! Gitignore-style path patterns, compiled once.
 //!
-//! A pattern is compiled when the rule or setting that holds it is read, so that a pattern that
+//! A pattern is parsed when the rule or setting that holds it is read, so that a pattern that
 //! does not compile is an error there, at its position, rather than a rule that silently matches
-//! nothing (a deny rule that fails open). Matching is then one [`GlobSet`] lookup on the
-//! workspace-relative path: no glob is compiled per call and no ancestors are walked.
+//! nothing (a deny rule that fails open). It is compiled at its first match (a long one at
+//! once: see `EAGER_ABOVE`), since compiling is most of a pattern's cost and a start reads many
+//! that a short run never matches. Matching is then one [`GlobSet`] lookup on the
+//! workspace-relative path: no glob is compiled twice and no ancestors are walked.
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use std::ffi::OsStr;
