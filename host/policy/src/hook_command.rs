@@ -174,6 +174,13 @@ pub enum Unanalysable {
     /// `PATH=…`: changes which programs the names stand for.
     #[error("setting PATH changes which programs the command's names run")]
     SetsPath,
+    /// An entry of this process's `PATH` (which hooks and servers inherit) is the workspace
+    /// (`.`, an empty entry): a tool could put a program of any name there.
+    #[error(
+        "the PATH entry {0:?} is the workspace (an empty entry or `.` is the working directory), so a tool could \
+         put a program of this name there; remove it from PATH"
+    )]
+    PathInWorkspace(String),
     /// A variable whose value is code, options or a command line (`NODE_OPTIONS`,
     /// `GIT_SSH_COMMAND`, `LD_PRELOAD`: [`crate::launch::LOADER_VARIABLES`]).
     #[error("`{name}` ({read_by}) makes the program run code its command line does not name")]
@@ -298,16 +305,27 @@ fn files_list(files: &[String]) -> String {
 
 /// The files `command` runs, for a hook run by `sh -c` in `workspace` with
 /// `$CLAUDE_PROJECT_DIR` and `$TOOLHOST_WORKSPACE` set to it; `home` is what `~` and `$HOME`
-/// stand for. Relative paths are relative to `workspace`, which should be canonical. Reads the
+/// stand for; a program named without a `/` is looked up on this process's `PATH` (which
+/// hooks and servers inherit), and an entry of it inside the workspace is loaded from. Relative paths are relative to `workspace`, which should be canonical. Reads the
 /// file system only to tell whether a word without a `/` names a file there.
 ///
 /// # Errors
 ///
 /// [`Unanalysable`], with the first reason found.
 pub fn analyse_hook_command(command: &str, workspace: &Path, home: Option<&Path>) -> Result<HookRuns, Unanalysable> {
+    analyse_on_path(command, workspace, home, std::env::var_os("PATH").as_deref())
+}
+
+/// [`analyse_hook_command`] with `path` as the `PATH` bare program names are looked up on.
+fn analyse_on_path(
+    command: &str,
+    workspace: &Path,
+    home: Option<&Path>,
+    path: Option<&std::ffi::OsStr>,
+) -> Result<HookRuns, Unanalysable> {
     let ex = Expansions { workspace, home };
     let commands = simple_commands(lex::tokens(command, &ex)?)?;
-    let mut analysis = Analysis { workspace, runs: HookRuns::default() };
+    let mut analysis = Analysis { workspace, runs: HookRuns::default(), path };
     for c in &commands {
         analysis.simple(c)?;
     }

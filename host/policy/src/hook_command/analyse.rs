@@ -36,6 +36,13 @@ pub(super) fn simple_commands(tokens: Vec<Token>) -> Result<Vec<Simple>, Reason>
     Ok(out)
 }
 
+/// Shell builtins: `sh` runs them without looking at `PATH`.
+const BUILTINS: &[&str] = &[
+    ":", "true", "false", "echo", "printf", "test", "[", "exit", "return", "set", "unset", "shift", "read", "exec",
+    "command", "export", "declare", "typeset", "local", "readonly", "cd", "pushd", "popd", "source", ".", "eval",
+    "trap", "alias", "type", "wait", "kill", "umask", "ulimit", "times", "getopts", "hash", "let", "break", "continue",
+];
+
 /// Reserved words that start compound commands (`!` is handled as a prefix).
 const CONTROL: &[&str] =
     &["if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "select", "function"];
@@ -77,6 +84,8 @@ const INTERPRETERS: &[(&str, &str)] =
 pub(super) struct Analysis<'a> {
     pub(super) workspace: &'a Path,
     pub(super) runs: HookRuns,
+    /// The `PATH` programs named without a `/` are looked up on.
+    pub(super) path: Option<&'a std::ffi::OsStr>,
 }
 
 impl Analysis<'_> {
@@ -113,6 +122,33 @@ impl Analysis<'_> {
             return;
         }
         if dir || path.is_dir() { self.runs.dirs.push(path) } else { self.runs.files.push(path) }
+    }
+
+    /// A program named without a `/` is looked up on `PATH`, the one hooks and servers inherit
+    /// from this process (a command that sets `PATH` is refused): every entry inside the
+    /// workspace up to the one that holds it is where a tool could put a program of that name
+    /// first, and is loaded from (a workspace virtualenv's `bin`, activated, is protected with
+    /// the whole environment); the file found there runs.
+    fn on_path(&mut self, name: &str) -> Result<(), Reason> {
+        let Some(path) = self.path else { return Ok(()) };
+        for entry in std::env::split_paths(path) {
+            let dir = normalize(&self.workspace.join(&entry));
+            if dir == self.workspace {
+                return Err(Reason::PathInWorkspace(entry.display().to_string()));
+            }
+            let found = dir.join(name);
+            let is_file = found.is_file();
+            if dir.starts_with(self.workspace) {
+                self.runs.dirs.push(dir);
+                if is_file {
+                    self.runs.files.push(found);
+                }
+            }
+            if is_file {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     /// A script an interpreter runs: a path relative to the working directory even without a
@@ -188,6 +224,8 @@ impl Analysis<'_> {
                 // What its `#!` line names, if anything, is read later.
                 let path = self.resolve(text);
                 self.runs.loaders.push((path, Loader::Program));
+            } else if !(program.bare && BUILTINS.contains(&text)) {
+                self.on_path(text)?;
             }
             let name = text.rsplit('/').next().unwrap_or(text);
             match name {

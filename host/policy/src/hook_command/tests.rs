@@ -343,3 +343,35 @@ proptest::proptest! {
         let _ = analyse_hook_command(&command, Path::new("/nonexistent-ws"), Some(Path::new("/nonexistent-home")));
     }
 }
+
+/// A bare program name runs what `PATH` finds: an activated workspace virtualenv's `python3`
+/// is that environment's (protected whole with it), a `PATH` entry inside the workspace before
+/// the one that holds the program is where a tool could plant one first (protected), and an
+/// entry that is the workspace itself (`.`, empty) is refused.
+#[test]
+fn a_bare_program_is_what_path_finds() {
+    use Unanalysable as U;
+    let (_d, ws) = workspace();
+    std::fs::create_dir_all(ws.join(".venv/bin")).unwrap();
+    std::fs::write(ws.join(".venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    std::fs::write(ws.join(".venv/bin/python3"), "").unwrap();
+    std::fs::create_dir_all(ws.join("tools/bin")).unwrap();
+    let venv_path = format!("{}:/usr/bin", ws.join(".venv/bin").display());
+    let runs = analyse_on_path("python3 hooks/guard.py", &ws, None, Some(venv_path.as_ref())).unwrap();
+    assert!(runs.files.contains(&ws.join(".venv/bin/python3")), "{runs:?}");
+    assert!(runs.dirs.contains(&ws.join(".venv")), "{runs:?}");
+    // Before /usr/bin: where a tool would put `sh` first.
+    let early = format!("{}:/usr/bin:/bin", ws.join("tools/bin").display());
+    let runs = analyse_on_path("sh hooks/guard.sh", &ws, None, Some(early.as_ref())).unwrap();
+    assert!(runs.dirs.contains(&ws.join("tools/bin")), "{runs:?}");
+    // After the entry that holds it: not looked at.
+    let late = format!("/usr/bin:/bin:{}", ws.join("tools/bin").display());
+    let runs = analyse_on_path("sh hooks/guard.sh", &ws, None, Some(late.as_ref())).unwrap();
+    assert!(!runs.dirs.contains(&ws.join("tools/bin")), "{runs:?}");
+    for bad in [".:/usr/bin", ":/usr/bin", "/usr/local/nothing::/usr/bin"] {
+        let got = analyse_on_path("sh hooks/guard.sh", &ws, None, Some(bad.as_ref()));
+        assert!(matches!(got, Err(U::PathInWorkspace(_))), "{bad}: {got:?}");
+    }
+    // A builtin is not looked up.
+    assert!(analyse_on_path("echo hi", &ws, None, Some(".:/usr/bin".as_ref())).is_ok());
+}

@@ -32,15 +32,6 @@ pub fn expand_with(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Resul
     Ok(out)
 }
 
-/// [`expand_with`] from this process's environment.
-///
-/// # Errors
-///
-/// As [`expand_with`].
-pub fn expand(text: &str) -> Result<String, String> {
-    expand_with(text, &|var| std::env::var(var).ok())
-}
-
 #[cfg(test)]
 mod tests {
     use super::expand_with;

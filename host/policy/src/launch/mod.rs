@@ -16,7 +16,7 @@ mod env;
 mod expand;
 
 pub use env::{Kind, LOADER_VARIABLES, LoaderVariable, loader_variable};
-pub use expand::{expand, expand_with};
+pub use expand::expand_with;
 
 use crate::McpServerConfig;
 use std::collections::BTreeMap;
