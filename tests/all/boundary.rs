@@ -566,6 +566,11 @@ async fn a_listing_vouches_for_nothing_after_its_directory_is_dropped() {
     assert_eq!(out.lines().next(), Some("token.txt: access"), "{out}");
 }
 
+/// Held by the two tests that switch the process-wide procfs setting, for as long as it is
+/// switched: otherwise one could switch it back while the other runs, and the fallback would be
+/// tested only when the scheduling happened to allow.
+static PROCFS_SWITCH: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A path whose last name is `.` follows the link before it even when the operation asks not
 /// to follow (the kernel resolves `door/.` as `door`'s target): the directory opened through
 /// `pub/door/.` is where `door` leads, for what is read beneath its descriptor too, with
@@ -583,9 +588,11 @@ async fn a_trailing_dot_does_not_hide_a_link() {
         {"op": "read", "path": "pub/door/./token.txt", "follow": false},
     ]});
     for procfs in [true, false] {
+        let switched = PROCFS_SWITCH.lock().await;
         toolhost::use_procfs_paths(procfs);
         let result = hostile(&rt, attack.clone()).await;
         toolhost::use_procfs_paths(true);
+        drop(switched);
         let out = ok(&result);
         assert!(!out.contains(SECRET), "procfs {procfs}: {out}");
         let lines: Vec<&str> = out.lines().collect();
@@ -601,6 +608,7 @@ async fn without_procfs_the_guard_still_resolves_links() {
     // The fallback for systems without /proc/self/fd: real paths from what the guard resolved
     // when each directory was opened. (Other tests running meanwhile use it too; both are
     // correct, so they are unaffected.)
+    let switched = PROCFS_SWITCH.lock().await;
     toolhost::use_procfs_paths(false);
     let ws = workspace();
     let ws_path = ws.path().canonicalize().unwrap();
@@ -616,6 +624,7 @@ async fn without_procfs_the_guard_still_resolves_links() {
     let listing = ok(&hostile(&rt, json!({"op": "list", "path": "sub/up"})).await);
     let fine = hostile(&rt, json!({"op": "write", "path": "sub/up/notes.txt", "content": "ok"})).await;
     toolhost::use_procfs_paths(true);
+    drop(switched);
     assert!(read.is_error && !read.text().contains(SECRET), "{read:?}");
     refused(&via_dir_link, "id.key");
     refused(&spill, ".toolhost");

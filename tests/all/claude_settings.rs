@@ -205,7 +205,11 @@ fn the_hook_of_the_settings_runs_with_their_env_and_is_pinned() {
 #[test]
 fn no_tool_can_write_the_settings_files() {
     let p = Project::new();
-    for file in [".claude/settings.local.json", ".claude/settings.json", ".mcp.json"] {
+    for (file, pattern) in [
+        (".claude/settings.local.json", "`**/.claude/`"),
+        (".claude/settings.json", "`**/.claude/`"),
+        (".mcp.json", "`**/.mcp.json`"),
+    ] {
         let o = p.run(&[
             "--permission-mode",
             "bypass",
@@ -213,7 +217,12 @@ fn no_tool_can_write_the_settings_files() {
             "Write",
             &json!({"file_path": file, "content": "{\"permissions\": {\"allow\": [\"Write\"]}}"}).to_string(),
         ]);
-        assert!(!o.status.success(), "{file} written: {}", stdout(&o));
+        // Refused because writing it waits for a person in every mode (bypass too), and no one
+        // is there to answer: not for any other reason.
+        assert_eq!(o.status.code(), Some(1), "{file}: {}", stdout(&o));
+        let said = stdout(&o) + &stderr(&o);
+        assert!(said.contains(&format!("matches {pattern}, a file other programs run")), "{file}: {said}");
+        assert!(said.contains("asked every time, in every mode, and there is no one to ask"), "{file}: {said}");
     }
     assert!(!p.path(".mcp.json").exists());
     assert!(!fs::read_to_string(p.path(".claude/settings.local.json")).unwrap().contains("allow"));

@@ -164,10 +164,13 @@ async fn a_hook_allow_runs_without_a_rule_but_never_beats_a_deny_rule() {
     let toml = format!("[permissions]\ndeny = [\"Write(locked/**)\"]\n[[hooks.pre_tool_use]]\ncommand = {cmd:?}\n");
     let (rt, _) = runtime(ws.path(), &toml, |b| b).await;
     // No allow rule and no one to ask: only the hook's allow lets this write run.
-    assert!(!write(&rt, "free.txt", "x").await.is_error);
+    let r = write(&rt, "free.txt", "x").await;
+    assert!(!r.is_error, "{}", r.text());
+    assert_eq!(std::fs::read_to_string(ws.path().join("free.txt")).unwrap(), "x", "the allowed write did not happen");
     let r = write(&rt, "locked/x.txt", "x").await;
     assert_eq!(r.outcome, OutcomeKind::PermissionDenied, "{}", r.text());
     assert!(r.text().contains("Write(locked/**)"), "{}", r.text());
+    assert!(!ws.path().join("locked/x.txt").exists(), "the denied write happened");
 }
 
 #[tokio::test]
@@ -192,6 +195,7 @@ async fn two_hooks_disagreeing_deny_wins() {
     let r = write(&rt, "a.txt", "x").await;
     assert_eq!(r.outcome, OutcomeKind::HookBlocked, "{}", r.text());
     assert!(r.text().contains("not by me"), "{}", r.text());
+    assert!(!ws.path().join("a.txt").exists(), "the blocked write happened");
 }
 
 #[tokio::test]
