@@ -15,7 +15,7 @@ pub fn line(text: impl std::fmt::Display) {
     }
 }
 
-/// Print formatted text and a newline to stdout (see [`line`]).
+/// Print formatted text and a newline to stdout (see [`line()`]).
 macro_rules! outln {
     ($($arg:tt)*) => { $crate::output::line(format_args!($($arg)*)) };
 }

@@ -40,7 +40,7 @@ pub struct AgentCommand {
     /// The model (default for the Messages API: claude-sonnet-4-5; required with openai).
     #[arg(long, env = "TOOLHOST_AGENT_MODEL")]
     model: Option<String>,
-    /// The API's base URL (default https://api.anthropic.com, or https://api.openai.com/v1;
+    /// The API's base URL (default <https://api.anthropic.com>, or <https://api.openai.com/v1>;
     /// for a local OpenAI-compatible server e.g. http://127.0.0.1:8000/v1).
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,

@@ -128,7 +128,7 @@ impl RuleKind {
 pub struct SettingsRule {
     /// Which list it is in.
     pub kind: RuleKind,
-    /// The rule, its path forms rooted (see [`rules`]).
+    /// The rule, its path forms rooted (see `rules.rs`).
     pub rule: Rule,
     /// As written.
     pub written: String,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[error("{}{}: {what}", path.display(), position(*line, *column))]
 #[non_exhaustive]
 pub struct PolicyFileError {
-    /// The policy file (the `origin` given to [`parse_policy_file`]).
+    /// The policy file (the `origin` given to [`crate::parse_policy_file`]).
     pub path: PathBuf,
     /// 1-based line, 0 when the problem is the whole file (unreadable, too large).
     pub line: usize,

@@ -63,7 +63,7 @@ pub struct Question {
     pub tool_use_id: String,
     /// The asking tool.
     pub tool: String,
-    /// What the tool asks, as it wrote it (at most [`MAX_QUESTION_CHARS`] characters). Show it
+    /// What the tool asks, as it wrote it (at most `MAX_QUESTION_CHARS` characters). Show it
     /// with the tool's name: the person must know a tool asks, not toolhost.
     pub message: String,
     /// The form: a JSON Schema object of primitive fields.

@@ -432,7 +432,7 @@ impl Drop for McpServer {
     }
 }
 
-/// A call counted in its session's [`McpServer::waiting`] (and in the server's queued-calls
+/// A call counted in its session's [`SessionCore::waiting`] (and in the server's queued-calls
 /// gauge) until admitted (or dropped).
 struct Waiting(Arc<AtomicUsize>, Gauge);
 

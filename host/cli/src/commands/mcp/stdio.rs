@@ -134,13 +134,13 @@ impl Writer {
         Writer { queue: tx, out }
     }
 
-    /// Write an encoded line (see [`line`]) when the returned future is awaited.
+    /// Write an encoded line (see [`line()`]) when the returned future is awaited.
     fn write(&self, line: std::io::Result<Vec<u8>>) -> impl Future<Output = std::io::Result<()>> + Send + use<> {
         let out = self.out.clone();
         async move { write_line(&out, line?).await }
     }
 
-    /// Queue an encoded line (see [`line`]), now; the future says when it was written.
+    /// Queue an encoded line (see [`line()`]), now; the future says when it was written.
     fn queue(&self, line: std::io::Result<Vec<u8>>) -> impl Future<Output = std::io::Result<()>> + Send + use<> {
         let (done, written) = oneshot::channel();
         let queued = line.and_then(|line| self.queue.send(Queued { line, done: Some(done) }).map_err(|_| closed()));
