@@ -14,12 +14,7 @@ mod setup;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-/// Exit code for a call whose tool_result is an error.
-const EXIT_TOOL_ERROR: u8 = 1;
-/// Exit code for bad usage or a host-side failure.
-const EXIT_USAGE: u8 = 2;
-/// Exit code after Ctrl-C or SIGTERM (128 + SIGINT), once every result has been printed.
-const EXIT_INTERRUPTED: u8 = 130;
+use output::EXIT_USAGE;
 
 #[derive(Parser, Debug)]
 #[command(name = "toolhost", version, about = "Run AI-agent tools as sandboxed WebAssembly components")]

@@ -1,7 +1,15 @@
-//! Writing data to stdout. A closed pipe (`toolhost list | head`) ends the program quietly,
-//! as for any Unix filter, instead of a panic from `println!`.
+//! Writing data to stdout, and the exit codes that go with it. A closed pipe (`toolhost list |
+//! head`) ends the program quietly, as for any Unix filter, instead of a panic from
+//! `println!`.
 
 use std::io::Write;
+
+/// Exit code for a call whose tool_result is an error.
+pub const EXIT_TOOL_ERROR: u8 = 1;
+/// Exit code for bad usage or a host-side failure.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code after Ctrl-C or SIGTERM (128 + SIGINT), once every result has been printed.
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// Print `text` and a newline to stdout.
 pub fn line(text: impl std::fmt::Display) {
@@ -11,7 +19,7 @@ pub fn line(text: impl std::fmt::Display) {
             std::process::exit(0);
         }
         eprintln!("error: cannot write to stdout: {e}");
-        std::process::exit(i32::from(crate::EXIT_USAGE));
+        std::process::exit(i32::from(EXIT_USAGE));
     }
 }
 

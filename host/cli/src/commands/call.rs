@@ -89,6 +89,6 @@ impl CallCommand {
             }
         }
         setup::hand_off_optimizing(&global, &loaded.runtime);
-        Ok(if result.is_error { crate::EXIT_TOOL_ERROR } else { 0 })
+        Ok(if result.is_error { crate::output::EXIT_TOOL_ERROR } else { 0 })
     }
 }

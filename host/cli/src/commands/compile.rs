@@ -59,6 +59,6 @@ impl CompileCommand {
                 (false, Err(e)) => outln!("{name}: cannot be compiled: {}", toolhost::error_text(&e)),
             }
         }
-        Ok(if failed || !loaded.load_errors.is_empty() { crate::EXIT_TOOL_ERROR } else { 0 })
+        Ok(if failed || !loaded.load_errors.is_empty() { crate::output::EXIT_TOOL_ERROR } else { 0 })
     }
 }

@@ -57,7 +57,7 @@ impl CheckCommand {
             Err(e) => {
                 eprintln!("{}: cannot read config: {e}", file.display());
                 eprintln!("1 error in {}", file.display());
-                return Ok(crate::EXIT_USAGE);
+                return Ok(crate::output::EXIT_USAGE);
             }
         };
         let (config, mut errors) = Config::check_recoverable(&text, &file);
@@ -162,7 +162,7 @@ impl CheckCommand {
         let checked =
             if text.is_empty() && none_named { "the settings".to_string() } else { file.display().to_string() };
         eprintln!("{} in {checked}", count(errors.len() + settings_errors, "error", "errors"));
-        Ok(crate::EXIT_USAGE)
+        Ok(crate::output::EXIT_USAGE)
     }
 }
 

@@ -83,11 +83,11 @@ impl RunCommand {
         }
         setup::hand_off_optimizing(&global, &runtime);
         Ok(if cancel.is_cancelled() {
-            crate::EXIT_INTERRUPTED
+            crate::output::EXIT_INTERRUPTED
         } else if problems.load(Ordering::SeqCst) == 0 {
             0
         } else {
-            crate::EXIT_USAGE
+            crate::output::EXIT_USAGE
         })
     }
 }

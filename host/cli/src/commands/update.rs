@@ -236,6 +236,6 @@ impl UpdateCommand {
         if !drift.is_empty() {
             eprintln!("error: toolhost.lock does not match (refused: --locked, or CI=true)");
         }
-        Ok(if drift.is_empty() && refused.is_empty() { 0 } else { crate::EXIT_USAGE })
+        Ok(if drift.is_empty() && refused.is_empty() { 0 } else { crate::output::EXIT_USAGE })
     }
 }

@@ -136,7 +136,7 @@ impl TestCommand {
             // Findings quote what the component said (panics, stderr, `validate`'s refusals).
             crate::output::outln!("{}", crate::setup::printable_lines(report.text().trim_end()));
         }
-        Ok(if report.errors > 0 { crate::EXIT_TOOL_ERROR } else { 0 })
+        Ok(if report.errors > 0 { crate::output::EXIT_TOOL_ERROR } else { 0 })
     }
 
     /// Every tool of one component; and each case's result, in the file's order (for
