@@ -190,6 +190,19 @@ pub enum Unanalysable {
         /// What reads it.
         read_by: &'static str,
     },
+    /// A variable toolhost's own environment holds (and so every hook and server inherits)
+    /// makes programs load code from the workspace itself, or its value names a place inside
+    /// it (`PYTHONPATH=.`, `NODE_OPTIONS=--require ./x.js`).
+    #[error(
+        "`{name}` ({read_by}) in toolhost's environment, which hooks and MCP servers inherit, names the workspace \
+         or a file in it, which tools write; unset it (or point it outside the workspace) before starting toolhost"
+    )]
+    InheritedFromWorkspace {
+        /// The variable.
+        name: String,
+        /// What reads it.
+        read_by: &'static str,
+    },
     /// A variable listing places code is loaded from names the workspace (or above it, or
     /// an empty entry: the working directory), which tools write.
     #[error("`{name}` ({read_by}) names the workspace itself or a directory above it, which tools write")]
@@ -313,22 +326,28 @@ fn files_list(files: &[String]) -> String {
 ///
 /// [`Unanalysable`], with the first reason found.
 pub fn analyse_hook_command(command: &str, workspace: &Path, home: Option<&Path>) -> Result<HookRuns, Unanalysable> {
-    analyse_on_path(command, workspace, home, std::env::var_os("PATH").as_deref())
+    let inherited: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
+        .collect();
+    analyse_in(command, workspace, home, &inherited)
 }
 
-/// [`analyse_hook_command`] with `path` as the `PATH` bare program names are looked up on.
-fn analyse_on_path(
+/// [`analyse_hook_command`] for a program that inherits `inherited` (its `PATH`, and the
+/// variables that decide what code programs load: see [`Analysis::inherited`]).
+fn analyse_in(
     command: &str,
     workspace: &Path,
     home: Option<&Path>,
-    path: Option<&std::ffi::OsStr>,
+    inherited: &[(String, String)],
 ) -> Result<HookRuns, Unanalysable> {
     let ex = Expansions { workspace, home };
     let commands = simple_commands(lex::tokens(command, &ex)?)?;
+    let path = inherited.iter().find(|(k, _)| k == "PATH").map(|(_, v)| std::ffi::OsStr::new(v.as_str()));
     let mut analysis = Analysis { workspace, runs: HookRuns::default(), path };
     for c in &commands {
         analysis.simple(c)?;
     }
+    analysis.inherited(inherited)?;
     let mut runs = analysis.runs;
     interpreters_of_scripts(&mut runs, workspace);
     code_trees(&mut runs, workspace);

@@ -151,6 +151,51 @@ impl Analysis<'_> {
         Ok(())
     }
 
+    /// The variables a hook or server inherits from toolhost's environment that decide what
+    /// code its programs load ([`crate::launch::loader_variable`]; `PATH` is followed by
+    /// [`Analysis::on_path`]). A list of places: each inside the workspace is loaded from
+    /// (protected), one that is the workspace itself (`.`, an empty entry) refuses; a place
+    /// above the workspace is the person's own (`HOME`). A value that is code or options: it
+    /// refuses when it names a path inside the workspace, or a package looked up from the
+    /// working directory (`--require x`), and passes otherwise (`--max-old-space-size=4096`).
+    pub(super) fn inherited(&mut self, env: &[(String, String)]) -> Result<(), Reason> {
+        for (name, value) in env {
+            let Some(known) = crate::launch::loader_variable(name) else { continue };
+            if name == "PATH" {
+                continue;
+            }
+            let refused = || Reason::InheritedFromWorkspace { name: name.clone(), read_by: known.read_by };
+            match known.kind {
+                crate::launch::Kind::Paths => {
+                    for part in value.split(':') {
+                        let place = self.resolve(if part.is_empty() { "." } else { part });
+                        if place == self.workspace {
+                            return Err(refused());
+                        }
+                        if place.starts_with(self.workspace) {
+                            if place.is_file() { self.runs.files.push(place) } else { self.runs.dirs.push(place) }
+                        }
+                    }
+                }
+                crate::launch::Kind::Code => {
+                    let mut words = value.split(|c: char| c.is_whitespace() || c == ':' || c == '=' || c == ',');
+                    while let Some(word) = words.next() {
+                        let loads_package =
+                            matches!(word, "-r" | "--require" | "--import" | "--loader" | "--experimental-loader");
+                        let named = if loads_package { words.next().unwrap_or_default() } else { word };
+                        let path_like = named.contains('/') || named.starts_with('.');
+                        if (loads_package && !named.is_empty() && !path_like)
+                            || (path_like && self.resolve(named).starts_with(self.workspace))
+                        {
+                            return Err(refused());
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A script an interpreter runs: a path relative to the working directory even without a
     /// `/` (`sh guard.sh` runs `./guard.sh`), and even when it is not there yet.
     fn script(&mut self, text: &str) {

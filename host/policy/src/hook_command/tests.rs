@@ -351,27 +351,59 @@ proptest::proptest! {
 #[test]
 fn a_bare_program_is_what_path_finds() {
     use Unanalysable as U;
+    let on = |path: &str| vec![("PATH".to_string(), path.to_string())];
     let (_d, ws) = workspace();
     std::fs::create_dir_all(ws.join(".venv/bin")).unwrap();
     std::fs::write(ws.join(".venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
     std::fs::write(ws.join(".venv/bin/python3"), "").unwrap();
     std::fs::create_dir_all(ws.join("tools/bin")).unwrap();
     let venv_path = format!("{}:/usr/bin", ws.join(".venv/bin").display());
-    let runs = analyse_on_path("python3 hooks/guard.py", &ws, None, Some(venv_path.as_ref())).unwrap();
+    let runs = analyse_in("python3 hooks/guard.py", &ws, None, &on(&venv_path)).unwrap();
     assert!(runs.files.contains(&ws.join(".venv/bin/python3")), "{runs:?}");
     assert!(runs.dirs.contains(&ws.join(".venv")), "{runs:?}");
     // Before /usr/bin: where a tool would put `sh` first.
     let early = format!("{}:/usr/bin:/bin", ws.join("tools/bin").display());
-    let runs = analyse_on_path("sh hooks/guard.sh", &ws, None, Some(early.as_ref())).unwrap();
+    let runs = analyse_in("sh hooks/guard.sh", &ws, None, &on(&early)).unwrap();
     assert!(runs.dirs.contains(&ws.join("tools/bin")), "{runs:?}");
     // After the entry that holds it: not looked at.
     let late = format!("/usr/bin:/bin:{}", ws.join("tools/bin").display());
-    let runs = analyse_on_path("sh hooks/guard.sh", &ws, None, Some(late.as_ref())).unwrap();
+    let runs = analyse_in("sh hooks/guard.sh", &ws, None, &on(&late)).unwrap();
     assert!(!runs.dirs.contains(&ws.join("tools/bin")), "{runs:?}");
     for bad in [".:/usr/bin", ":/usr/bin", "/usr/local/nothing::/usr/bin"] {
-        let got = analyse_on_path("sh hooks/guard.sh", &ws, None, Some(bad.as_ref()));
+        let got = analyse_in("sh hooks/guard.sh", &ws, None, &on(bad));
         assert!(matches!(got, Err(U::PathInWorkspace(_))), "{bad}: {got:?}");
     }
     // A builtin is not looked up.
-    assert!(analyse_on_path("echo hi", &ws, None, Some(".:/usr/bin".as_ref())).is_ok());
+    assert!(analyse_in("echo hi", &ws, None, &on(".:/usr/bin")).is_ok());
+}
+
+/// What a hook inherits from toolhost's environment counts as much as what its command sets:
+/// a `PYTHONPATH` into the workspace is protected (or refused when it is the workspace
+/// itself), a `NODE_OPTIONS` that requires a workspace file or a package found from the
+/// working directory is refused, and harmless values pass.
+#[test]
+fn inherited_variables_that_load_code_from_the_workspace_are_followed() {
+    use Unanalysable as U;
+    let (_d, ws) = workspace();
+    let with = |name: &str, value: &str| {
+        let env = vec![("PATH".to_string(), "/usr/bin:/bin".to_string()), (name.to_string(), value.to_string())];
+        analyse_in("python3 hooks/guard.py", &ws, None, &env)
+    };
+    let runs = with("PYTHONPATH", &format!("{}:/opt/lib", ws.join("lib").display())).unwrap();
+    assert!(runs.dirs.contains(&ws.join("lib")), "{runs:?}");
+    for workspace_itself in [".", "", &ws.display().to_string(), "/opt/lib:"] {
+        let got = with("PYTHONPATH", workspace_itself);
+        assert!(matches!(got, Err(U::InheritedFromWorkspace { .. })), "{workspace_itself:?}: {got:?}");
+    }
+    // Above the workspace is the person's own (their home holds it).
+    assert!(with("HOME", &ws.parent().unwrap().display().to_string()).is_ok());
+    for code in ["--require ./hooks/x.js", "-r dotenv/config", "--import=tsx", &format!("{}/x.so", ws.display())] {
+        let name = if code.ends_with(".so") { "LD_PRELOAD" } else { "NODE_OPTIONS" };
+        let got = with(name, code);
+        assert!(matches!(got, Err(U::InheritedFromWorkspace { .. })), "{name}={code}: {got:?}");
+    }
+    for harmless in ["--max-old-space-size=4096", "--enable-source-maps", "/usr/lib/x86_64-linux-gnu/libfoo.so"] {
+        let name = if harmless.ends_with(".so") { "LD_PRELOAD" } else { "NODE_OPTIONS" };
+        assert!(with(name, harmless).is_ok(), "{name}={harmless}");
+    }
 }
