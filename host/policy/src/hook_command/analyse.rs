@@ -161,35 +161,40 @@ impl Analysis<'_> {
     pub(super) fn inherited(&mut self, env: &[(String, String)]) -> Result<(), Reason> {
         for (name, value) in env {
             let Some(known) = crate::launch::loader_variable(name) else { continue };
-            if name == "PATH" {
+            // `PATH` is followed program by program; toolhost's own settings are the person's
+            // (a toolhost a hook starts is cut at depth 1); npm's are what npm set when it
+            // started toolhost, read only by an npm a hook runs (a hook that runs npm is
+            // refused: it runs what the workspace holds).
+            let upper = name.to_ascii_uppercase();
+            if name == "PATH" || upper.starts_with("TOOLHOST_") || upper.starts_with("NPM_CONFIG_") {
                 continue;
             }
             let refused = || Reason::InheritedFromWorkspace { name: name.clone(), read_by: known.read_by };
-            match known.kind {
-                crate::launch::Kind::Paths => {
-                    for part in value.split(':') {
-                        let place = self.resolve(if part.is_empty() { "." } else { part });
-                        if place == self.workspace {
-                            return Err(refused());
-                        }
-                        if place.starts_with(self.workspace) {
-                            if place.is_file() { self.runs.files.push(place) } else { self.runs.dirs.push(place) }
-                        }
+            // A search path among the code-valued ones (`LD_LIBRARY_PATH`) is a list of places,
+            // where an empty entry is the working directory.
+            let places = known.kind == crate::launch::Kind::Paths || upper.ends_with("PATH");
+            if places {
+                for part in value.split(':') {
+                    let place = self.resolve(if part.is_empty() { "." } else { part });
+                    if place == self.workspace {
+                        return Err(refused());
+                    }
+                    if place.starts_with(self.workspace) {
+                        if place.is_file() { self.runs.files.push(place) } else { self.runs.dirs.push(place) }
                     }
                 }
-                crate::launch::Kind::Code => {
-                    let mut words = value.split(|c: char| c.is_whitespace() || c == ':' || c == '=' || c == ',');
-                    while let Some(word) = words.next() {
-                        let loads_package =
-                            matches!(word, "-r" | "--require" | "--import" | "--loader" | "--experimental-loader");
-                        let named = if loads_package { words.next().unwrap_or_default() } else { word };
-                        let path_like = named.contains('/') || named.starts_with('.');
-                        if (loads_package && !named.is_empty() && !path_like)
-                            || (path_like && self.resolve(named).starts_with(self.workspace))
-                        {
-                            return Err(refused());
-                        }
-                    }
+                continue;
+            }
+            let mut words = value.split(|c: char| c.is_whitespace() || c == ':' || c == '=' || c == ',');
+            while let Some(word) = words.next() {
+                let loads_package =
+                    matches!(word, "-r" | "--require" | "--import" | "--loader" | "--experimental-loader");
+                let named = if loads_package { words.next().unwrap_or_default() } else { word };
+                let path_like = named.contains('/') || named.starts_with('.');
+                if (loads_package && !named.is_empty() && !path_like)
+                    || (path_like && self.resolve(named).starts_with(self.workspace))
+                {
+                    return Err(refused());
                 }
             }
         }

@@ -397,6 +397,12 @@ fn inherited_variables_that_load_code_from_the_workspace_are_followed() {
     }
     // Above the workspace is the person's own (their home holds it).
     assert!(with("HOME", &ws.parent().unwrap().display().to_string()).is_ok());
+    // A library search path with an empty entry searches the working directory.
+    assert!(matches!(with("LD_LIBRARY_PATH", "/usr/local/lib:"), Err(U::InheritedFromWorkspace { .. })));
+    assert!(with("LD_LIBRARY_PATH", "/usr/local/lib").is_ok());
+    // toolhost's own settings and what npm set when it started toolhost are not followed.
+    assert!(with("TOOLHOST_STATE_DIR", &ws.display().to_string()).is_ok());
+    assert!(with("npm_config_local_prefix", &ws.display().to_string()).is_ok());
     for code in ["--require ./hooks/x.js", "-r dotenv/config", "--import=tsx", &format!("{}/x.so", ws.display())] {
         let name = if code.ends_with(".so") { "LD_PRELOAD" } else { "NODE_OPTIONS" };
         let got = with(name, code);
