@@ -466,3 +466,42 @@ fn an_http_servers_headers_are_pinned() {
     fx.config(&server("X-Team = \"other\""));
     fails(&fx.run(&["list"]), "header X-Team changed");
 }
+
+/// What a hook inherits from toolhost's own environment decides what it loads as much as what
+/// its command sets: a `PYTHONPATH` into the workspace (an IDE's `src`) is out of every tool's
+/// reach while hooks run, and one that is the workspace itself stops the start, named.
+#[test]
+fn what_hooks_inherit_from_toolhosts_environment_is_judged_too() {
+    let fx = Fixture::new(
+        "[permissions]\nmode = \"accept-edits\"\n\n[[hooks.pre_tool_use]]\ncommand = \"sh hooks/guard.sh\"\n",
+    );
+    fs::create_dir(fx.path("hooks")).unwrap();
+    fs::write(fx.path("hooks/guard.sh"), "cat > /dev/null\n").unwrap();
+    fs::create_dir(fx.path("lib")).unwrap();
+    let write = |env: &[(&str, PathBuf)], path: &str| {
+        let mut c = fx.command(&["call", "Write", &json!({"file_path": path, "content": "import os\n"}).to_string()]);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    ok(&fx.run(&["trust"]));
+    // Without it, lib/ is the tools' to write.
+    ok(&write(&[], "lib/a.py"));
+    // With it, lib/ is where the hook's Python would import from: what it holds is now part of
+    // what the hook runs, which waits for a person's trust like any other widening.
+    let lib = [("PYTHONPATH", fx.path("lib"))];
+    fails(&write(&lib, "lib/b.py"), "lib/a.py is new");
+    let mut trust = fx.command(&["trust"]);
+    ok(&trust.env("PYTHONPATH", fx.path("lib")).output().unwrap());
+    // Then no tool writes there.
+    let o = write(&lib, "lib/b.py");
+    assert_exit(&o, 1);
+    assert!(stdout(&o).contains("is protected"), "{}", stdout(&o));
+    assert!(!fx.path("lib/b.py").exists());
+    // The workspace itself: nothing could be kept from tools, so nothing starts.
+    let o = write(&[("PYTHONPATH", fx.ws.path().canonicalize().unwrap())], "lib/c.py");
+    let all = fails(&o, "`PYTHONPATH`");
+    assert!(all.contains("in toolhost's environment, which hooks and MCP servers inherit"), "{all}");
+    assert!(!fx.path("lib/c.py").exists());
+}

@@ -114,6 +114,15 @@ pub fn check(args: &GlobalArgs, config: &Config, on_widening: OnWidening) -> Res
         );
     }
     let mut subject = Subject::of(args)?;
+    // A hook or server whose files cannot be kept from tools is reported as that, at its
+    // position, before any comparison with pins (what it runs cannot be told, so its pin
+    // would say nothing, and the difference would read as a change).
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from);
+    let errors = config.hook_errors(&subject.workspace, home.as_deref());
+    if !errors.is_empty() {
+        let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        anyhow::bail!("{}", shown.join("\n"));
+    }
     // The settings files read with the config are judged with it: name them too.
     if let Some(claude) = &config.claude
         && !claude.files.is_empty()
