@@ -14,7 +14,7 @@ use rmcp::model::{
 use rmcp::model::{CancelledNotificationParam, ClientRequest, NumberOrString, ProgressNotificationParam, ServerResult};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 #[allow(deprecated, reason = "logging leaves MCP after 2025-11-25 (SEP-2577); servers of that version still log")]
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::service::PeerRequestOptions;
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService, ServiceExt as _};
 use rmcp::transport::TokioChildProcess;
@@ -229,24 +229,8 @@ impl ClientHandler for Client {
         tracing::info!(target: "toolhost::mcp_server", "MCP server {} [{:?} {logger}]: {text}", self.server, params.level);
         // To the running call too, when it cannot be another client's.
         if let Ok(caller) = self.calls.lock().unwrap_or_else(|e| e.into_inner()).only_asker() {
-            caller.log(log_level(params.level), &text);
+            caller.log(crate::commands::mcp::level::from_mcp(params.level), &text);
         }
-    }
-}
-
-/// MCP's log level as toolhost's (the same eight, from RFC 5424).
-#[allow(deprecated, reason = "logging leaves MCP after 2025-11-25 (SEP-2577); servers of that version still log")]
-fn log_level(level: LoggingLevel) -> toolhost::LogLevel {
-    use toolhost::LogLevel as L;
-    match level {
-        LoggingLevel::Debug => L::Debug,
-        LoggingLevel::Info => L::Info,
-        LoggingLevel::Notice => L::Notice,
-        LoggingLevel::Warning => L::Warning,
-        LoggingLevel::Error => L::Error,
-        LoggingLevel::Critical => L::Critical,
-        LoggingLevel::Alert => L::Alert,
-        LoggingLevel::Emergency => L::Emergency,
     }
 }
 

@@ -15,6 +15,7 @@
 mod bounds;
 mod fast;
 mod http;
+pub mod level;
 mod metrics;
 mod pipes;
 mod server;

@@ -240,19 +240,8 @@ async fn send_log(
     tool: String,
     message: String,
 ) -> Result<(), rmcp::service::ServiceError> {
-    use rmcp::model::{LoggingLevel as L, LoggingMessageNotificationParam};
-    use toolhost::LogLevel;
-    let level = match level {
-        LogLevel::Debug => L::Debug,
-        LogLevel::Info => L::Info,
-        LogLevel::Notice => L::Notice,
-        LogLevel::Warning => L::Warning,
-        LogLevel::Error => L::Error,
-        LogLevel::Critical => L::Critical,
-        LogLevel::Alert => L::Alert,
-        LogLevel::Emergency => L::Emergency,
-    };
-    let mut param = LoggingMessageNotificationParam::new(level, Value::String(message));
+    use rmcp::model::LoggingMessageNotificationParam;
+    let mut param = LoggingMessageNotificationParam::new(super::level::to_mcp(level), Value::String(message));
     param.logger = Some(tool);
     peer.notify_logging_message(param).await
 }
@@ -545,18 +534,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         tracing::debug!("logging/setLevel {:?}", request.level);
-        use rmcp::model::LoggingLevel as L;
-        use toolhost::LogLevel;
-        let level = match request.level {
-            L::Debug => LogLevel::Debug,
-            L::Info => LogLevel::Info,
-            L::Notice => LogLevel::Notice,
-            L::Warning => LogLevel::Warning,
-            L::Error => LogLevel::Error,
-            L::Critical => LogLevel::Critical,
-            L::Alert => LogLevel::Alert,
-            L::Emergency => LogLevel::Emergency,
-        };
+        let level = super::level::from_mcp(request.level);
         *self.core.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(level);
         // Log messages go out on a call's own event stream, which only rmcp's path has: this
         // session's calls leave the HTTP fast path.
