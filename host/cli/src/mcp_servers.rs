@@ -8,13 +8,13 @@
 //! the ring provider and the system's roots).
 
 use rmcp::ClientHandler;
+#[allow(deprecated, reason = "logging leaves MCP after 2025-11-25 (SEP-2577); servers of that version still log")]
+use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ContentBlock, Implementation, ProtocolVersion,
 };
 use rmcp::model::{CancelledNotificationParam, ClientRequest, NumberOrString, ProgressNotificationParam, ServerResult};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-#[allow(deprecated, reason = "logging leaves MCP after 2025-11-25 (SEP-2577); servers of that version still log")]
-use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::service::PeerRequestOptions;
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService, ServiceExt as _};
 use rmcp::transport::TokioChildProcess;
