@@ -90,6 +90,7 @@ pub const LOADER_VARIABLES: &[LoaderVariable] = &[
     v("PERL5LIB", Paths, "perl: module search path"),
     v("PERLLIB", Paths, "perl: module search path"),
     v("PERL5OPT", Code, "perl: options, -M included"),
+    v("PERL5DB", Code, "perl -d: the debugger's code"),
     v("RUBYLIB", Paths, "ruby: library search path"),
     v("RUBYOPT", Code, "ruby: options, -r included"),
     v("GEM_PATH", Paths, "ruby: gems"),
@@ -97,9 +98,13 @@ pub const LOADER_VARIABLES: &[LoaderVariable] = &[
     v("BUNDLE_GEMFILE", Paths, "bundler: the Gemfile"),
     v("LUA_PATH*", Paths, "lua: module search path"),
     v("LUA_CPATH*", Paths, "lua: C module search path"),
+    v("LUA_INIT*", Code, "lua: code (or @file) run at start"),
     v("TCLLIBPATH", Paths, "tcl: package search path"),
     v("R_LIBS*", Paths, "R: library search path"),
     v("R_PROFILE*", Paths, "R: a file run at start"),
+    // PHP: an ini file can name a file prepended to every script (`auto_prepend_file`).
+    v("PHPRC", Paths, "php: where php.ini is"),
+    v("PHP_INI_SCAN_DIR", Paths, "php: more ini files"),
     // Java.
     v("JAVA_TOOL_OPTIONS", Code, "the JVM: options, agents included"),
     v("JDK_JAVA_OPTIONS", Code, "the java launcher: options, agents included"),
@@ -172,6 +177,10 @@ mod tests {
             ("BASH_FUNC_x%%", Code),
             ("TOOLHOST_DEPTH", Code),
             ("PATH", Code),
+            ("LUA_INIT_5_4", Code),
+            ("PERL5DB", Code),
+            ("PHPRC", Paths),
+            ("PHP_INI_SCAN_DIR", Paths),
         ] {
             assert_eq!(loader_variable(name).map(|v| v.kind), Some(kind), "{name}");
         }
