@@ -421,6 +421,9 @@ fn run_events_file_records_start_and_finish_with_outcome() {
     assert_eq!(finish("ok1")["outcome"], "success");
     assert!(finish("ok1")["duration_ms"].as_f64().unwrap() >= 0.0);
     assert_eq!(finish("bad1")["outcome"], "schema_error");
+    // The input by its digest only, never itself (an events file must not leak it).
+    assert_eq!(finish("ok1")["input_sha256"], toolhost::input_sha256(&json!({"file_path": "a.txt"})));
+    assert!(finish("ok1").get("input").is_none(), "{}", finish("ok1"));
     // Events never reach the model's results.
     assert!(!stdout(&o).contains("\"event\""));
 }

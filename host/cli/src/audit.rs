@@ -322,22 +322,10 @@ impl AuditLog {
                 }
                 Some(line)
             }
-            Event::Finish {
-                id,
-                tool,
-                outcome,
-                duration_ms,
-                session,
-                digest,
-                input_sha256,
-                input,
-                bytes_out,
-                hosts,
-                ..
-            } => {
+            Event::Finish { id, tool, outcome, duration_ms, session, digest, input, bytes_out, hosts, .. } => {
                 let mut line = json!({
                     "time": time, "kind": "call", "session": session, "id": id, "tool": tool,
-                    "digest": digest, "input_sha256": input_sha256, "outcome": outcome,
+                    "digest": digest, "input_sha256": toolhost::input_sha256(input), "outcome": outcome,
                     "duration_ms": duration_ms.as_secs_f64() * 1000.0, "bytes_out": bytes_out, "hosts": hosts,
                 });
                 if self.log_inputs {

@@ -106,11 +106,10 @@ pub enum Event {
         session: String,
         /// Hex sha256 of the tool's component bytes (`None` for an unknown tool).
         digest: Option<String>,
-        /// Hex sha256 of the input as compact JSON with sorted keys (see [`input_sha256`]).
-        input_sha256: String,
-        /// The input itself: never serialized (events files must not leak it); an audit log
-        /// writes it only when asked to.
-        #[serde(skip)]
+        /// The input. An events file gets only its digest, as `input_sha256` (see
+        /// [`input_sha256`]), computed when the event is written rather than for every call a
+        /// sink counts; an audit log writes the input itself only when asked to.
+        #[serde(rename = "input_sha256", serialize_with = "ser_digest")]
         input: Arc<serde_json::Value>,
         /// Bytes of the result's text blocks.
         bytes_out: usize,
@@ -125,6 +124,11 @@ pub enum Event {
         #[serde(skip)]
         trace: Arc<crate::CallTrace>,
     },
+}
+
+/// An input, serialized as its [`input_sha256`].
+fn ser_digest<S: serde::Serializer>(input: &Arc<serde_json::Value>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&input_sha256(input))
 }
 
 /// Hex sha256 of `input` as compact JSON with object keys sorted at every level, so equal

@@ -155,7 +155,6 @@ impl Runtime {
             duration_ms: duration,
             session: self.session_id.clone(),
             digest: self.lookup(&tool_use.name).map(|t| t.sha256.clone()).filter(|d| !d.is_empty()),
-            input_sha256: crate::event::input_sha256(&tool_use.input),
             input: Arc::new(tool_use.input.clone()),
             bytes_out: result
                 .content

@@ -142,8 +142,7 @@ impl Metrics {
             }
             Event::Finish { tool, outcome, duration_ms, .. } => {
                 let tool = self.label(tool);
-                let outcome = serde_json::to_value(outcome).ok().and_then(|v| v.as_str().map(str::to_string));
-                let outcome = outcome.unwrap_or_else(|| "unknown".to_string());
+                let outcome = outcome.as_str().to_string();
                 self.calls.get_or_create(&CallLabels { tool: tool.clone(), outcome }).inc();
                 self.latency.get_or_create(&ToolLabels { tool }).observe(duration_ms.as_secs_f64());
             }
@@ -189,7 +188,6 @@ mod tests {
             duration_ms: Duration::from_millis(ms),
             session: "s".into(),
             digest: None,
-            input_sha256: String::new(),
             input: Arc::new(serde_json::json!({})),
             bytes_out: 0,
             hosts: Vec::new(),
