@@ -2,7 +2,7 @@
 //! `UserPromptSubmit` and `Stop`, with Claude Code's inputs and answers. Only command hooks
 //! run here (the Rust [`super::Hooks`] trait speaks of calls).
 
-use super::{HookEvent, HookResponse, combine};
+use super::{HookEvent, combine};
 use crate::call::permission::claude_mode_name;
 use crate::event::Event;
 use crate::registry::Runtime;
@@ -124,22 +124,8 @@ impl Runtime {
                 None
             }
         };
-        let mut responses: Vec<HookResponse> = Vec::new();
-        for answer in self.command_hooks.run_event(hook_event, query, &input, &|_| true).await {
-            match answer {
-                Ok(r) => responses.push(r),
-                Err(f) => {
-                    tracing::warn!("{f}");
-                    self.emit(|| Event::HookFailed {
-                        id: String::new(),
-                        tool: String::new(),
-                        hook_event,
-                        hook: f.source_name.clone(),
-                        message: f.message.clone(),
-                    });
-                }
-            }
-        }
+        let answers = self.command_hooks.run_event(hook_event, query, &input, &|_| true).await;
+        let responses = self.answered(answers, hook_event, "", "");
         for r in &responses {
             if let Some(message) = &r.system_message {
                 self.emit(|| Event::HookMessage {

@@ -1,7 +1,7 @@
 //! Steps 5 and 8 of a call: the PreToolUse, PostToolUse and PostToolUseFailure hooks of the
 //! call's event, command hooks and Rust hooks all at once, their answers combined.
 
-use super::{Combined, HookEvent, HookInput, HookResponse, combine};
+use super::{Combined, HookEvent, HookFailure, HookInput, HookResponse, combine};
 use crate::call::ctx::CallCtx;
 use crate::call::permission::claude_mode_name;
 use crate::event::Event;
@@ -51,22 +51,7 @@ impl Runtime {
         let subject = crate::call::permission::subject_value(input, cx.tool.info.permission_subject.as_deref());
         let subject = subject.as_ref().map(|(v, k)| (v.as_str(), *k));
         let (commands, rust) = tokio::join!(self.command_hooks.run_for_call(&hook_input, subject), rust);
-        let mut responses: Vec<HookResponse> = Vec::with_capacity(commands.len() + rust.len());
-        for answer in commands {
-            match answer {
-                Ok(r) => responses.push(r),
-                Err(f) => {
-                    tracing::warn!("{f}");
-                    self.emit(|| Event::HookFailed {
-                        id: id.to_string(),
-                        tool: name.to_string(),
-                        hook_event: event,
-                        hook: f.source_name.clone(),
-                        message: f.message.clone(),
-                    });
-                }
-            }
-        }
+        let mut responses = self.answered(commands, event, id, name);
         responses.extend(rust.into_iter().map(|mut r| {
             if r.source.is_empty() {
                 r.source = "rust hook".to_string();
@@ -74,5 +59,34 @@ impl Runtime {
             r
         }));
         combine(event, name, &responses)
+    }
+
+    /// The answers of the command hooks that ran, each failed one logged and reported as a
+    /// [`Event::HookFailed`] (of a call: its id and tool; of the session: empty ones) and
+    /// otherwise left out, as Claude Code leaves out a hook that fails.
+    pub(crate) fn answered(
+        &self,
+        answers: Vec<Result<HookResponse, HookFailure>>,
+        hook_event: HookEvent,
+        id: &str,
+        tool: &str,
+    ) -> Vec<HookResponse> {
+        let mut responses = Vec::with_capacity(answers.len());
+        for answer in answers {
+            match answer {
+                Ok(r) => responses.push(r),
+                Err(f) => {
+                    tracing::warn!("{f}");
+                    self.emit(|| Event::HookFailed {
+                        id: id.to_string(),
+                        tool: tool.to_string(),
+                        hook_event,
+                        hook: f.source_name.clone(),
+                        message: f.message.clone(),
+                    });
+                }
+            }
+        }
+        responses
     }
 }
