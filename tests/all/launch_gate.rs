@@ -333,6 +333,27 @@ fn toolhost_never_starts_itself_as_a_tool_source() {
     assert!(err.contains("toolhost itself"), "{err}");
 }
 
+/// `claude mcp add toolhost …` after the workspace was trusted changes nothing that runs:
+/// toolhost itself is never started, so it is neither pinned nor a change that waits for a
+/// person, and the next start serves at once.
+#[test]
+fn adding_toolhost_to_claude_code_after_trust_is_no_change() {
+    let fx = Fixture::new(PERMISSIONS);
+    fs::copy(plain_server(), fx.path("server.py")).unwrap();
+    let mcp = json!({"mcpServers": {"plain": {"command": "python3", "args": ["server.py"]}}});
+    fs::write(fx.path(".mcp.json"), mcp.to_string()).unwrap();
+    ok(&fx.run(&["trust"]));
+    let ws = fx.ws.path().canonicalize().unwrap();
+    let me = json!({"type": "stdio", "command": cli::binary(), "args": ["--workspace", ws, "mcp"], "env": {}});
+    let claude_json = json!({"projects": {ws.display().to_string(): {"mcpServers": {"toolhost": me}}}});
+    fs::write(fx.claude.path().join(".claude.json"), claude_json.to_string()).unwrap();
+    let o = fx.run(&["call", "mcp__plain__Noop", "{}"]);
+    assert_eq!(ok(&o).trim(), "ok");
+    assert!(stderr(&o).contains("MCP server toolhost not started"), "{}", stderr(&o));
+    let shown = ok(&fx.run(&["trust", "--show"]));
+    assert!(!shown.contains(&format!("file:       {}", cli::binary().display())), "{shown}");
+}
+
 /// A cloned workspace's `.claude/settings.json` cannot switch every question off by itself.
 #[test]
 fn bypass_mode_from_the_workspaces_own_settings_waits_for_trust() {

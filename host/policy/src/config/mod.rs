@@ -298,11 +298,15 @@ impl McpServerConfig {
     /// The command line of a stdio server as it will run, `${VAR}` expanded from this
     /// process's environment, and the variables that list places code is loaded from before
     /// it ([`crate::launch::LaunchSpec::analysed_line`]): what is analysed, protected and
-    /// pinned. `None` for an HTTP server, and for one that cannot be described (an unset
-    /// variable, a variable whose value is code): it does not start.
+    /// pinned. `None` for an HTTP server, for one that cannot be described (an unset
+    /// variable, a variable whose value is code), and for toolhost itself (what `claude mcp add
+    /// toolhost …` writes): none of them starts, so nothing of them runs to be pinned.
     pub fn command_line(&self) -> Option<String> {
         match self.launch_with(Path::new("."), &|var| std::env::var(var).ok()).ok()? {
-            crate::launch::ServerLaunch::Stdio(spec) => Some(spec.analysed_line()),
+            crate::launch::ServerLaunch::Stdio(spec) => {
+                let program = crate::launch::resolve_program(&spec.program, &spec.cwd);
+                (!program.is_some_and(|p| crate::launch::is_toolhost(&p))).then(|| spec.analysed_line())
+            }
             crate::launch::ServerLaunch::Http(_) => None,
         }
     }
