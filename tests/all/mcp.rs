@@ -264,7 +264,8 @@ async fn safe_calls_overlap_and_unsafe_calls_wait_their_turn() {
 /// A raw `toolhost mcp` on stdio: lines in, lines out.
 struct Raw {
     child: std::process::Child,
-    stdin: std::process::ChildStdin,
+    /// Its input, until [`Raw::close_input`].
+    stdin: Option<std::process::ChildStdin>,
     /// Lines from the server's stdout, read on a thread so that waiting for one can time out.
     lines: std::sync::mpsc::Receiver<String>,
     /// Lines from the server's stderr, when captured.
@@ -344,13 +345,35 @@ impl Raw {
             log.follow(BufReader::new(stderr));
             log
         });
-        Raw { child, stdin, lines, log }
+        Raw { child, stdin: Some(stdin), lines, log }
     }
 
     fn send(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
+        let stdin = self.stdin.as_mut().expect("the input is open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// End the server's input.
+    fn close_input(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Every line the server writes from now until it closes its output (within 2 minutes).
+    fn rest(&mut self) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut all = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    all.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}")))
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return all,
+                Err(e) => panic!("the server did not close its output within 2 minutes ({e}); so far: {all:?}"),
+            }
+        }
     }
 
     fn recv(&mut self) -> Value {
@@ -943,6 +966,51 @@ fn a_session_with_64_calls_queued_gets_an_error_for_the_next() {
     ids.push(refused["id"].as_u64().unwrap());
     ids.sort();
     assert_eq!(ids, (100..165).collect::<Vec<_>>());
+}
+
+/// Once the session is open, the stdio transport answers plain `tools/call` requests itself
+/// (without rmcp's service loop). It keeps the protocol's promises: each id answered once, with
+/// its own type (`7` and `"7"` are two calls); a cancelled call never answered; a request of a
+/// later revision left to rmcp and answered there; and a call still running when the input ends
+/// answered before the server exits, successfully.
+#[test]
+fn calls_the_transport_answers_keep_the_protocols_promises() {
+    let fx = Fixture::new();
+    let mut command = fx.command(&[]);
+    command.env("TOOLHOST_LOG", "toolhost=debug");
+    let mut raw = Raw::spawn_with(command, true);
+    raw.initialize();
+    let call = |id: Value, name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+            .to_string()
+    };
+    raw.send(&call(json!("slow"), "Sleep", json!({"ms": 120_000})));
+    raw.log.as_ref().unwrap().wait_for(r#""event":"start""#);
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"user"}}"#);
+    raw.send(&call(json!(7), "Read", json!({"file_path": "hello.txt"})));
+    raw.send(&call(json!("7"), "Read", json!({"file_path": "hello.txt"})));
+    let newer = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "name": "Read", "arguments": {"file_path": "hello.txt"},
+        "_meta": {"io.modelcontextprotocol/example": true}}});
+    raw.send(&newer.to_string());
+    raw.send(&call(json!(9), "Sleep", json!({"ms": 1500})));
+    raw.close_input();
+    let answers = raw.rest();
+    let status = raw.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+
+    let of = |id: Value| answers.iter().filter(|a| a["id"] == id).collect::<Vec<_>>();
+    assert!(of(json!("slow")).is_empty(), "a cancelled call is not answered: {answers:?}");
+    for id in [json!(7), json!("7")] {
+        let answer = of(id.clone());
+        assert_eq!(answer.len(), 1, "{id} answered once: {answers:?}");
+        assert_eq!(answer[0]["result"]["content"][0]["text"], "     1\thello from the workspace", "{answer:?}");
+    }
+    assert_eq!(of(json!(8)).len(), 1, "{answers:?}");
+    let slept = of(json!(9));
+    assert_eq!(slept.len(), 1, "the call running at the end of input is answered: {answers:?}");
+    assert_eq!(slept[0]["result"]["isError"], false, "{slept:?}");
+    assert_eq!(answers.len(), 4, "nothing else: {answers:?}");
 }
 
 /// The official Python SDK against the server, over stdio and HTTP (tests/mcp/test_server.py).

@@ -11,7 +11,7 @@
 //! included. The token and the body limit were checked before either path.
 
 use super::http::{Response, text};
-use super::server::{SessionCore, Shared};
+use super::server::{SessionCore, Shared, call_key};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Bytes;
 use hyper::http::request::Parts;
@@ -19,7 +19,6 @@ use rmcp::model::{ErrorData, NumberOrString, ServerJsonRpcMessage, ServerResult}
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 use toolhost::CallOptions;
 
 /// The protocol versions whose requests the fast path serves: those with the `initialize`
@@ -107,15 +106,11 @@ impl FastPath {
             ("notifications/cancelled", None, Some(params)) => {
                 let Some(core) = core else { return Outcome::NotPlain };
                 let Ok(params) = serde_json::from_value::<CancelParams>(params) else { return Outcome::NotPlain };
-                let key = params.request_id.to_string();
-                let running = core.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
-                match running {
-                    Some(cancel) => {
-                        cancel.cancel();
-                        Outcome::Answered(accepted())
-                    }
+                if core.cancel(&params.request_id.to_string()) {
+                    Outcome::Answered(accepted())
+                } else {
                     // Maybe one of rmcp's.
-                    None => Outcome::NotPlain,
+                    Outcome::NotPlain
                 }
             }
             _ => Outcome::NotPlain,
@@ -158,9 +153,8 @@ impl FastPath {
 /// Run the call on a task of its own (a client that goes away cancels it, as a
 /// `notifications/cancelled` would, rather than dropping it half-way), and answer.
 async fn call(shared: &Arc<Shared>, core: Arc<SessionCore>, id: NumberOrString, params: CallParams) -> Response {
-    let cancel = CancellationToken::new();
-    let key = id_key(&id);
-    core.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).insert(key.clone(), cancel.clone());
+    let key = call_key(&id);
+    let cancel = core.start(&key);
     // Nobody can be asked on this path (sessions whose client could be take rmcp's): an ask is
     // a denial naming the rule to add, as for any client without elicitation.
     let options = CallOptions::new().cancel(cancel.clone());
@@ -171,7 +165,7 @@ async fn call(shared: &Arc<Shared>, core: Arc<SessionCore>, id: NumberOrString, 
     let on_drop = cancel.clone().drop_guard();
     let joined = task.await;
     on_drop.disarm();
-    core.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+    core.end(&key);
     let message = match joined {
         Ok(Ok(result)) => ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id),
         Ok(Err(error)) => ServerJsonRpcMessage::error(error, Some(id)),
@@ -191,18 +185,17 @@ fn request_id(id: &Value) -> Option<NumberOrString> {
     }
 }
 
-/// The key of a call in [`SessionCore::fast_calls`]: the id as JSON text (`1` and `"1"` differ).
-fn id_key(id: &NumberOrString) -> String {
-    match id {
-        NumberOrString::Number(n) => n.to_string(),
-        NumberOrString::String(s) => Value::String(s.to_string()).to_string(),
-    }
+/// Request metadata that changes nothing on rmcp's path: no progress token (progress needs an
+/// event stream) and nothing of a newer revision.
+fn plain_meta(meta: &Map<String, Value>) -> bool {
+    !meta.contains_key("progressToken") && !of_a_newer_revision(meta.keys().map(String::as_str))
 }
 
-/// Request metadata that changes nothing on rmcp's path: no progress token (progress needs an
-/// event stream), no per-request protocol version and no key of a newer revision.
-fn plain_meta(meta: &Map<String, Value>) -> bool {
-    meta.keys().all(|k| k != "progressToken" && k != "protocolVersion" && !k.starts_with("io.modelcontextprotocol/"))
+/// Whether request metadata with these keys belongs to a revision after those with the
+/// `initialize` handshake (a per-request protocol version, the revision's own keys): rmcp's to
+/// judge.
+pub fn of_a_newer_revision<'a>(mut keys: impl Iterator<Item = &'a str>) -> bool {
+    keys.any(|k| k == "protocolVersion" || k.starts_with("io.modelcontextprotocol/"))
 }
 
 /// A media type's essence (before its parameters).
@@ -316,8 +309,8 @@ mod tests {
 
     #[test]
     fn ids_keep_their_type() {
-        assert_eq!(id_key(&request_id(&serde_json::json!(1)).unwrap()), "1");
-        assert_eq!(id_key(&request_id(&serde_json::json!("1")).unwrap()), "\"1\"");
+        assert_eq!(call_key(&request_id(&serde_json::json!(1)).unwrap()), "1");
+        assert_eq!(call_key(&request_id(&serde_json::json!("1")).unwrap()), "\"1\"");
         assert!(request_id(&serde_json::json!(1.5)).is_none());
         assert!(request_id(&Value::Null).is_none());
     }

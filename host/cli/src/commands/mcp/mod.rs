@@ -141,8 +141,13 @@ async fn follow_server_lists(shared: Arc<Shared>) {
 async fn serve_stdio(shared: Arc<Shared>) -> Result<()> {
     use rmcp::ServiceExt as _;
     let stdin = tokio::io::BufReader::new(pipes::input());
-    let transport = stdio::LineTransport::new(stdin, pipes::output(), shared.scheduler.clone());
-    let running = McpServer::new(shared).serve(transport).await.context("MCP session did not start")?;
+    let core = Arc::new(server::SessionCore::default());
+    let transport = stdio::LineTransport::new(stdin, pipes::output(), shared.scheduler.clone())
+        .answering(shared.clone(), core.clone());
+    let running =
+        McpServer::with_core(shared, core.clone()).serve(transport).await.context("MCP session did not start")?;
+    // The session is open: from now on the transport answers its calls itself.
+    core.open(running.peer().clone());
     let reason = running.waiting().await.context("MCP session failed")?;
     tracing::info!("MCP session ended: {reason:?}");
     Ok(())

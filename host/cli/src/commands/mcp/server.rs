@@ -12,7 +12,7 @@ use crate::setup::GlobalArgs;
 use prometheus_client::metrics::gauge::Gauge;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest, CustomResult,
-    ElicitRequestParams, ElicitationAction, ErrorCode, ErrorData, Implementation, ListToolsResult,
+    ElicitRequestParams, ElicitationAction, ErrorCode, ErrorData, Implementation, ListToolsResult, NumberOrString,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
     ServerConfig, Tool, ToolAnnotations,
 };
@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use toolhost::{
@@ -152,6 +152,53 @@ impl Shared {
         };
         drop(waiting);
         Ok(to_mcp(runtime.call_admitted(&core.session, call, admitted, options).await))
+    }
+
+    /// A `tools/call` of the session `core` from the client `peer`, which gets the call's
+    /// questions (elicitation), its progress (when the request carried `progress`, a token) and
+    /// its log messages (after `logging/setLevel`), all sent before the result is returned.
+    /// Whichever way the request came: rmcp's service loop or the stdio transport itself.
+    pub async fn call_from(
+        &self,
+        core: &SessionCore,
+        peer: &Peer<RoleServer>,
+        request: CallToolRequestParams,
+        progress: Option<ProgressToken>,
+        ticket: Option<Ticket>,
+        cancel: CancellationToken,
+    ) -> Result<CallToolResult, ErrorData> {
+        let mut options = CallOptions::new().cancel(cancel.clone()).decider(core.asker(peer));
+        let log_level = *core.log_level.lock().unwrap_or_else(|e| e.into_inner());
+        let mut forwarder = None;
+        if progress.is_some() || log_level.is_some() {
+            let (tx, task) = notice_forwarder(peer.clone(), progress.clone());
+            if progress.is_some() {
+                let tx = tx.clone();
+                options = options.progress(move |p| {
+                    let _ = tx.send(Notice::Progress(p.message.to_string()));
+                });
+            }
+            if let Some(least) = log_level {
+                options = options.log(move |l| {
+                    if l.level >= least {
+                        let _ = tx.send(Notice::Log {
+                            level: l.level,
+                            tool: l.tool.to_string(),
+                            message: l.message.to_string(),
+                        });
+                    }
+                });
+            }
+            forwarder = Some(task);
+        }
+        let name = request.name.into_owned();
+        let result = self.call_tool(core, name, request.arguments, ticket, cancel, options).await;
+        // Every progress notification goes out before the result (the options, and with them
+        // the sender, are gone: the forwarder ends once it has sent what it holds).
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+        result
     }
 
     /// Send `notifications/tools/list_changed` to every open connection.
@@ -385,12 +432,72 @@ pub struct SessionCore {
     session: Session,
     /// Calls of this session not running yet.
     waiting: Arc<AtomicUsize>,
-    /// Its calls being answered by the HTTP fast path, by JSON-RPC id (as JSON text), so that
-    /// a `notifications/cancelled` reaches them.
-    pub fast_calls: Mutex<HashMap<String, CancellationToken>>,
+    /// Its calls answered without rmcp's service loop (the HTTP fast path, the stdio
+    /// transport), by JSON-RPC id as JSON text (see [`call_key`]), so that a
+    /// `notifications/cancelled` reaches them.
+    fast_calls: Mutex<HashMap<String, CancellationToken>>,
     /// The least severe tool log message the client wants (`logging/setLevel`); none are sent
     /// before it asks.
     log_level: Mutex<Option<toolhost::LogLevel>>,
+    /// Who answers its calls' questions: its client, one decider for all of them, so that an
+    /// MCP server toolhost uses can tell two calls of this client from calls of two clients
+    /// (`toolhost::Caller::same_asker`), whichever way each call came.
+    asker: OnceLock<Arc<dyn PermissionDecider>>,
+    /// Its client, once the session is open: the stdio transport then answers its calls itself
+    /// (see `stdio/direct.rs`).
+    peer: OnceLock<Peer<RoleServer>>,
+}
+
+impl SessionCore {
+    /// The decider of every call of this session (made for the first, from its client).
+    fn asker(&self, peer: &Peer<RoleServer>) -> Arc<dyn PermissionDecider> {
+        self.asker.get_or_init(|| Arc::new(ElicitDecider { peer: peer.clone() })).clone()
+    }
+
+    /// The session is open and `peer` is its client.
+    pub fn open(&self, peer: Peer<RoleServer>) {
+        let _ = self.peer.set(peer);
+    }
+
+    /// Its client, once the session is open.
+    pub fn peer(&self) -> Option<&Peer<RoleServer>> {
+        self.peer.get()
+    }
+
+    /// A call answered without rmcp's service loop starts: its cancellation, which
+    /// [`SessionCore::cancel`] reaches until [`SessionCore::end`].
+    pub fn start(&self, key: &str) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        self.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).insert(key.to_string(), cancel.clone());
+        cancel
+    }
+
+    /// The call `key` has ended.
+    pub fn end(&self, key: &str) {
+        self.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+    }
+
+    /// Cancel the call `key` if it is one of [`SessionCore::start`]'s: whether it was.
+    pub fn cancel(&self, key: &str) -> bool {
+        let running = self.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned();
+        running.map(|cancel| cancel.cancel()).is_some()
+    }
+
+    /// Cancel every call of [`SessionCore::start`]'s still running.
+    pub fn cancel_all(&self) {
+        for cancel in self.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            cancel.cancel();
+        }
+    }
+}
+
+/// The key of a call in a session's calls answered without rmcp's service loop: its JSON-RPC id
+/// as JSON text (`1` and `"1"` differ).
+pub fn call_key(id: &NumberOrString) -> String {
+    match id {
+        NumberOrString::Number(n) => n.to_string(),
+        NumberOrString::String(s) => Value::String(s.to_string()).to_string(),
+    }
 }
 
 /// One MCP session (the stdio connection, or one HTTP session).
@@ -399,16 +506,18 @@ pub struct McpServer {
     core: Arc<SessionCore>,
     /// Its `Mcp-Session-Id`, once its calls may take the HTTP fast path.
     http_session: Mutex<Option<String>>,
-    /// Who answers its calls' questions: its client, one decider for all of them, so that an
-    /// MCP server toolhost uses can tell two calls of this client from calls of two clients
-    /// (`toolhost::Caller::same_asker`).
-    asker: std::sync::OnceLock<Arc<dyn PermissionDecider>>,
 }
 
 impl McpServer {
     pub fn new(shared: Arc<Shared>) -> Self {
+        Self::with_core(shared, Arc::default())
+    }
+
+    /// A session whose state `core` is shared with a transport that answers some of its
+    /// calls itself (stdio).
+    pub fn with_core(shared: Arc<Shared>, core: Arc<SessionCore>) -> Self {
         shared.metrics.sessions.inc();
-        McpServer { shared, core: Arc::default(), http_session: Mutex::default(), asker: std::sync::OnceLock::new() }
+        McpServer { shared, core, http_session: Mutex::default() }
     }
 }
 
@@ -558,40 +667,8 @@ impl ServerHandler for McpServer {
         mut context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let ticket = context.extensions.remove::<Ticket>();
-        let cancel = context.ct.clone();
-        let asker = self.asker.get_or_init(|| Arc::new(ElicitDecider { peer: context.peer.clone() })).clone();
-        let mut options = CallOptions::new().cancel(cancel.clone()).decider(asker);
         let token = context.meta.get_progress_token();
-        let log_level = *self.core.log_level.lock().unwrap_or_else(|e| e.into_inner());
-        let mut forwarder = None;
-        if token.is_some() || log_level.is_some() {
-            let (tx, task) = notice_forwarder(context.peer.clone(), token.clone());
-            if token.is_some() {
-                let tx = tx.clone();
-                options = options.progress(move |p| {
-                    let _ = tx.send(Notice::Progress(p.message.to_string()));
-                });
-            }
-            if let Some(least) = log_level {
-                options = options.log(move |l| {
-                    if l.level >= least {
-                        let _ = tx.send(Notice::Log {
-                            level: l.level,
-                            tool: l.tool.to_string(),
-                            message: l.message.to_string(),
-                        });
-                    }
-                });
-            }
-            forwarder = Some(task);
-        }
-        let name = request.name.to_string();
-        let result = self.shared.call_tool(&self.core, name, request.arguments, ticket, cancel, options).await;
-        // Every progress notification goes out before the result (the options, and with them
-        // the sender, are gone: the forwarder ends once it has sent what it holds).
-        if let Some(forwarder) = forwarder {
-            let _ = forwarder.await;
-        }
+        let result = self.shared.call_from(&self.core, &context.peer, request, token, ticket, context.ct.clone()).await;
         // A cancelled call's result is dropped by the service loop, as the spec requires.
         result.map(CallToolResponse::Complete)
     }

@@ -37,6 +37,10 @@ pub struct LineTransport<R> {
     write: Writer,
     max_line: usize,
     scheduler: Arc<Scheduler>,
+    /// The session whose calls this transport answers itself, once it is open.
+    direct: Option<direct::Direct>,
+    /// When the input ended.
+    ended: Option<std::time::Instant>,
 }
 
 /// One line for the writer task, and where to report that it was written (or why not).
@@ -185,7 +189,16 @@ where
             write: Writer::spawn(write),
             max_line: MAX_LINE_BYTES,
             scheduler,
+            direct: None,
+            ended: None,
         }
+    }
+
+    /// Answer the `tools/call` requests of this session itself once it is open (see
+    /// [`direct`]).
+    pub fn answering(mut self, shared: Arc<super::server::Shared>, core: Arc<super::server::SessionCore>) -> Self {
+        self.direct = Some(direct::Direct::new(shared, core));
+        self
     }
 
     /// Read up to the next newline into `self.line`, never holding more than `max_line`
@@ -223,6 +236,15 @@ where
                 return Ok(whole);
             }
         }
+    }
+
+    /// `message` for rmcp, unless this transport answers it itself.
+    fn route(&self, message: RxJsonRpcMessage<RoleServer>) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let message = match &self.direct {
+            Some(direct) => direct.take(message, &self.write, || self.scheduler.ticket())?,
+            None => message,
+        };
+        Some(self.stamped(message))
     }
 
     /// `message` with its arrival ticket when it is a `tools/call`.
@@ -274,6 +296,7 @@ where
                     if e.kind() != std::io::ErrorKind::UnexpectedEof {
                         tracing::error!("reading stdin: {e}");
                     }
+                    self.ended.get_or_insert_with(std::time::Instant::now);
                     return None;
                 }
             }
@@ -287,7 +310,10 @@ where
             // A well-formed message is parsed once, straight into rmcp's types; anything else
             // goes through a `Value` to say precisely what is wrong with it.
             if let Ok(message) = serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(text) {
-                return Some(self.stamped(message));
+                match self.route(message) {
+                    Some(message) => return Some(message),
+                    None => continue,
+                }
             }
             let value: Value = match serde_json::from_slice(text) {
                 Ok(v) => v,
@@ -302,7 +328,10 @@ where
             let is_notification = has_method && value.get("id").is_none();
             let id: Option<RequestId> = value.get("id").and_then(|id| serde_json::from_value(id.clone()).ok());
             match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
-                Ok(message) => return Some(self.stamped(message)),
+                Ok(message) => match self.route(message) {
+                    Some(message) => return Some(message),
+                    None => continue,
+                },
                 Err(e) if is_notification => tracing::debug!("ignoring a malformed notification: {e}"),
                 Err(e) => {
                     tracing::debug!("invalid message: {e}");
@@ -320,6 +349,9 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        if let Some(direct) = &self.direct {
+            direct.finish(self.ended.unwrap_or_else(std::time::Instant::now)).await;
+        }
         // Everything queued before is written once this is: the queue is in order.
         self.write.queue(Ok(Vec::new())).await
     }
@@ -387,6 +419,8 @@ mod cancelled_writes {
         second.await.expect("joined").expect("written");
     }
 }
+
+mod direct;
 
 #[cfg(test)]
 mod props;
