@@ -286,10 +286,13 @@ async fn run<E: Export>(instance: &mut Instance, cx: &InvokeCtx<'_>, export: &E)
             .map_err(|e| Failure::new(OutcomeKind::HostError, format!("fuel: {e}")))?;
     }
     let timeout = Duration::from_millis(cx.limits.timeout_ms);
+    // Where an invocation's time goes (the call's trace, and `TOOLHOST_LOG=toolhost=debug`):
+    // instantiation apart from the export itself. Also when its deadline falls (one clock
+    // read for both: a read costs tens of nanoseconds in a virtual machine).
+    let started = Instant::now();
     // A huge configured timeout must not overflow the clock: cap it at a century.
-    let deadline = Instant::now()
-        .checked_add(timeout)
-        .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
+    let deadline =
+        started.checked_add(timeout).unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
     // Every tick: past the deadline, stop the guest; otherwise yield so other calls run.
     store.set_epoch_deadline(1);
     let cancel = cx.cancel.clone();
@@ -306,9 +309,6 @@ async fn run<E: Export>(instance: &mut Instance, cx: &InvokeCtx<'_>, export: &E)
     });
 
     let instantiated = &mut instance.instance;
-    // Where an invocation's time goes (the call's trace, and `TOOLHOST_LOG=toolhost=debug`):
-    // instantiation apart from the export itself.
-    let started = Instant::now();
     // Set inside the (Send) future, read after it: an atomic, not a Cell.
     let instantiating_ns = std::sync::atomic::AtomicU64::new(0);
     let instantiating = || Duration::from_nanos(instantiating_ns.load(std::sync::atomic::Ordering::Relaxed));
