@@ -6,7 +6,6 @@ mod claude;
 mod commands;
 mod form;
 mod install;
-mod mcp_servers;
 mod output;
 mod pins;
 mod setup;

@@ -35,6 +35,7 @@ mod hooks;
 mod invoke;
 mod kinds;
 mod loading;
+mod printable;
 mod registry;
 mod remote;
 mod sandbox;
@@ -61,12 +62,13 @@ pub use loading::engine::{EngineOptions, ToolEngine};
 pub use loading::loader::{Inspection, ToolInfo, inspect};
 pub use loading::source::{DeclarationCheck, Origin, ToolSource};
 pub use loading::tiering::{CodeState, OptimizeHold, Tier};
+#[doc(hidden)]
+pub use printable::printable;
 pub use registry::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
 pub use remote::{
     Caller, MAX_MCP_DESCRIPTION_CHARS, MAX_MCP_SCHEMA_BYTES, MAX_MCP_TOOLS_PER_SERVER, RemoteBlock, RemoteOutput,
     RemoteServer, RemoteTool, mcp_tool_name,
 };
-#[doc(hidden)]
 pub use sandbox::fsguard::use_procfs_paths;
 pub use tokio_util::sync::CancellationToken;
 pub use toolhost_policy as policy;

@@ -56,6 +56,19 @@ pub struct GlobalArgs {
     /// may write them (see [`toolhost::RuntimeBuilder::protect`]).
     #[arg(skip)]
     pub protect: Vec<(PathBuf, String)>,
+    /// How MCP servers are started and heard (set by the command, not on its line).
+    #[arg(skip = mcp_client_options())]
+    pub mcp: toolhost_mcp::Options,
+}
+
+/// What every command's MCP servers get: `toolhost mcp`'s bearer token is withheld from them
+/// (it is not another server's business), and a server started again is said on stderr.
+fn mcp_client_options() -> toolhost_mcp::Options {
+    toolhost_mcp::Options {
+        withhold_env: vec![crate::commands::mcp::TOKEN_ENV.to_string()],
+        say: Some(std::sync::Arc::new(|message: &str| eprintln!("toolhost: {}", toolhost::printable(message)))),
+        ..toolhost_mcp::Options::default()
+    }
 }
 
 pub(super) fn parse_mode(s: &str) -> Result<toolhost_policy::Mode, toolhost_policy::ModeError> {

@@ -3,7 +3,7 @@
 
 use super::args::GlobalArgs;
 use super::config::{cache_dir, claude_settings_paths, config_path, load_config, lock_for, locked, store, workspace};
-use super::display::{Display, event_printer, printable_lines};
+use super::display::{Display, event_printer, printable, printable_lines};
 use super::files::{absolute, wasm_files};
 use crate::pins::OnWidening;
 use anyhow::Result;
@@ -260,7 +260,15 @@ pub(super) async fn build_and_load(
         .collect();
     // MCP servers: their tools join the pool beside the components.
     if let Some(cleared) = cleared {
-        load_errors.extend(crate::mcp_servers::connect_all(&runtime, cleared).await);
+        let connected = toolhost_mcp::connect_all(&runtime, cleared, &args.mcp).await;
+        for (name, why) in &connected.skipped {
+            eprintln!("toolhost: MCP server {} not started: {why}", printable(name));
+        }
+        for e in connected.errors {
+            let text = e.to_string();
+            eprintln!("warning: {}", printable_lines(&text));
+            load_errors.push(text);
+        }
     }
     Ok(Loaded { runtime, load_errors })
 }

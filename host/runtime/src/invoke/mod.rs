@@ -291,8 +291,7 @@ async fn run<E: Export>(instance: &mut Instance, cx: &InvokeCtx<'_>, export: &E)
     // read for both: a read costs tens of nanoseconds in a virtual machine).
     let started = Instant::now();
     // A huge configured timeout must not overflow the clock: cap it at a century.
-    let deadline =
-        started.checked_add(timeout).unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
+    let deadline = started.checked_add(timeout).unwrap_or_else(|| started + Duration::from_secs(100 * 365 * 24 * 3600));
     // Every tick: past the deadline, stop the guest; otherwise yield so other calls run.
     store.set_epoch_deadline(1);
     let cancel = cx.cancel.clone();

@@ -15,7 +15,6 @@
 mod bounds;
 mod fast;
 mod http;
-pub mod level;
 mod metrics;
 mod pipes;
 mod server;
@@ -94,13 +93,16 @@ impl McpCommand {
             // A tool that could write it would choose the next start's token.
             global.protect.push((path.clone(), "the MCP bearer token file".into()));
         }
+        // Each call's own client may answer what an MCP server asks during it; a server's
+        // changed list is read again and passed on.
+        let lists_changed = Arc::new(tokio::sync::Notify::new());
+        global.mcp.callers_may_answer = true;
+        global.mcp.lists_changed = Some(lists_changed.clone());
         let global = &global;
-        // Each call's own client may answer what an MCP server asks during it.
-        crate::mcp_servers::CALLERS_MAY_ANSWER.store(true, std::sync::atomic::Ordering::Relaxed);
         let loaded = setup::load_with(global, events.clone(), None, setup::OnWidening::AskOnTerminal).await?;
         let shared = Shared::new(global.clone(), loaded.runtime, metrics);
         let watcher = tokio::spawn(watch(shared.clone(), events));
-        let lists = tokio::spawn(follow_server_lists(shared.clone()));
+        let lists = tokio::spawn(follow_server_lists(shared.clone(), lists_changed));
         let served = match &self.http {
             None => serve_stdio(shared).await,
             Some(addr) => {
@@ -127,9 +129,9 @@ impl McpCommand {
 /// and tell this server's clients (`notifications/tools/list_changed`). At most twice a second:
 /// what a server says while a refresh runs or during the pause after it is one more refresh, so
 /// a server that says it without end costs a bounded rate of list reads, not a loop.
-async fn follow_server_lists(shared: Arc<Shared>) {
+async fn follow_server_lists(shared: Arc<Shared>, changed: Arc<tokio::sync::Notify>) {
     loop {
-        crate::mcp_servers::LISTS_CHANGED.notified().await;
+        changed.notified().await;
         for e in shared.runtime().refresh_remote_tools().await {
             tracing::warn!("{}", toolhost::error_text(&e));
         }

@@ -288,7 +288,7 @@ async fn send_log(
     message: String,
 ) -> Result<(), rmcp::service::ServiceError> {
     use rmcp::model::LoggingMessageNotificationParam;
-    let mut param = LoggingMessageNotificationParam::new(super::level::to_mcp(level), Value::String(message));
+    let mut param = LoggingMessageNotificationParam::new(toolhost_mcp::level::to_mcp(level), Value::String(message));
     param.logger = Some(tool);
     peer.notify_logging_message(param).await
 }
@@ -643,7 +643,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         tracing::debug!("logging/setLevel {:?}", request.level);
-        let level = super::level::from_mcp(request.level);
+        let level = toolhost_mcp::level::from_mcp(request.level);
         *self.core.log_level.lock().unwrap_or_else(|e| e.into_inner()) = Some(level);
         // Log messages go out on a call's own event stream, which only rmcp's path has: this
         // session's calls leave the HTTP fast path.
