@@ -446,6 +446,10 @@ impl Runtime {
                 ),
             ));
         }
+        // Most inputs are valid: `is_valid` stops at nothing and builds no errors.
+        if tool.validator.is_valid(value) {
+            return Ok(input);
+        }
         let issues: Vec<String> = tool.validator.iter_errors(value).map(|e| super::issues::issue_line(&e)).collect();
         if !issues.is_empty() {
             let n = issues.len();
