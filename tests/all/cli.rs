@@ -498,7 +498,7 @@ fn permission_flags_and_hook_failures_on_stderr() {
 
 /// No silent fallback on the operator's input: a granted directory that does not exist is a
 /// warning `list --json` shows; a `TOOLHOST_LOG` that does not parse is said; `inspect` does
-/// not judge a signature under a default `[trust]` when the config is broken, nor call a
+/// not judge a signature under a default `[signatures]` when the config is broken, nor call a
 /// signature it cannot read "unsigned".
 #[test]
 fn what_the_operator_wrote_is_never_replaced_by_a_default_silently() {

@@ -1,6 +1,6 @@
 //! Installing tools from a real OCI registry on loopback (`docker-registry`, the CNCF
 //! distribution registry), through the `toolhost` binary: publish → add → call, signatures
-//! under `[trust]`, a tag that moves (`--locked` refuses, `update` shows the capability diff
+//! under `[signatures]`, a tag that moves (`--locked` refuses, `update` shows the capability diff
 //! and needs acceptance to widen), tampered bytes in the registry and in the store.
 
 use std::path::Path;
@@ -52,7 +52,7 @@ fn publish_add_call_with_trusted_signatures() {
     assert!(out.contains("Published Noop") && out.contains(&public), "{out}");
 
     let config = format!(
-        "# my tools\n[trust]\nrequire_signatures = true\n\n[trust.signers.acme]\nkey = \"{public}\"\nsources = [\"oci://{}/acme/\"]\n",
+        "# my tools\n[signatures]\nrequire = true\n\n[signatures.signers.acme]\nkey = \"{public}\"\nsources = [\"oci://{}/acme/\"]\n",
         registry.addr
     );
     std::fs::write(ws.join("toolhost.toml"), &config).unwrap();
@@ -70,19 +70,19 @@ fn publish_add_call_with_trusted_signatures() {
     let out = ok(&th(ws, &["--no-default-tools", "list"]));
     assert!(out.contains(&format!("signer: acme ({public})")), "{out}");
 
-    // Unsigned, and signed by a key [trust] does not name for this source: refused, and
+    // Unsigned, and signed by a key [signatures] does not name for this source: refused, and
     // nothing is written.
     let before = (std::fs::read_to_string(ws.join("toolhost.toml")).unwrap(), lock(ws));
     let unsigned = format!("{}:1", registry.reference("acme/probe"));
     ok(&th(ws, &["publish", &probe, &unsigned]));
-    fails(&th(ws, &["add", &unsigned]), "is not signed, and [trust] require_signatures = true");
+    fails(&th(ws, &["add", &unsigned]), "is not signed, and [signatures] require = true");
     let stranger = format!("{}:1", registry.reference("acme/stranger"));
     ok(&th(ws, &["publish", &probe, &stranger, "--sign", "other.key"]));
-    fails(&th(ws, &["add", &stranger]), &format!("is signed by {other}, which [trust] does not trust"));
+    fails(&th(ws, &["add", &stranger]), &format!("is signed by {other}, which [signatures] does not trust"));
     // The trusted key, outside the sources it is trusted for.
     let elsewhere = format!("{}:1", registry.reference("elsewhere/probe"));
     ok(&th(ws, &["publish", &probe, &elsewhere, "--sign", "acme.key"]));
-    fails(&th(ws, &["add", &elsewhere]), "which [trust] does not trust for this source");
+    fails(&th(ws, &["add", &elsewhere]), "which [signatures] does not trust for this source");
     assert_eq!(before, (std::fs::read_to_string(ws.join("toolhost.toml")).unwrap(), lock(ws)));
 
     // A signature in the lock that does not verify stops the tool at load, before it runs.
@@ -340,7 +340,8 @@ fn an_unsigned_update_never_replaces_a_signed_tool_silently() {
     let public = ok(&th(ws, &["keygen", "acme.key"])).trim().to_string();
     let tag = format!("{}:stable", registry.reference("acme/thing"));
     ok(&th(ws, &["publish", &noop, &tag, "--sign", "acme.key"]));
-    let config = format!("[trust.signers.acme]\nkey = \"{public}\"\nsources = [\"oci://{}/acme/\"]\n", registry.addr);
+    let config =
+        format!("[signatures.signers.acme]\nkey = \"{public}\"\nsources = [\"oci://{}/acme/\"]\n", registry.addr);
     std::fs::write(ws.join("toolhost.toml"), &config).unwrap();
     ok(&th(ws, &["add", &tag, "--name", "Thing"]));
     assert_eq!(locked(ws, "signer"), public);

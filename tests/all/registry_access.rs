@@ -61,7 +61,7 @@ fn an_https_source_needs_a_trusted_certificate_then_installs_signed() {
     // The CA in `[tls] ca_files` (relative to the config file), a signer trusted for the URL.
     std::fs::write(ws.join("ca.pem"), &ca.ca_pem).unwrap();
     let config = format!(
-        "[tls]\nca_files = [\"ca.pem\"]\n\n[trust]\nrequire_signatures = true\n\n[trust.signers.acme]\nkey = \"{public}\"\nsources = [\"https://127.0.0.1:{}/tools/\"]\n",
+        "[tls]\nca_files = [\"ca.pem\"]\n\n[signatures]\nrequire = true\n\n[signatures.signers.acme]\nkey = \"{public}\"\nsources = [\"https://127.0.0.1:{}/tools/\"]\n",
         server.port
     );
     std::fs::write(ws.join("toolhost.toml"), &config).unwrap();

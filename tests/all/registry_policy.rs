@@ -61,7 +61,7 @@ fn push_crafted(reference: &str, component: &[u8], policy: Option<&str>, signatu
 fn trusting_workspace(ws: &Path, registry: &Registry) -> String {
     let public = ok(&th(ws, &["keygen", "acme.key"])).trim().to_string();
     let config = format!(
-        "[trust]\nrequire_signatures = true\n\n[trust.signers.acme]\nkey = \"{public}\"\nsources = [\"oci://{}/acme/\"]\n",
+        "[signatures]\nrequire = true\n\n[signatures.signers.acme]\nkey = \"{public}\"\nsources = [\"oci://{}/acme/\"]\n",
         registry.addr
     );
     std::fs::write(ws.join("toolhost.toml"), config).unwrap();
@@ -74,7 +74,7 @@ fn files(ws: &Path) -> (String, String) {
     (read("toolhost.toml"), read("toolhost.lock"))
 }
 
-/// Published with a policy file and signed: installed under `require_signatures`, the grant
+/// Published with a policy file and signed: installed under `require`, the grant
 /// written and in force. The same component under a manifest whose policy layer was swapped,
 /// added or dropped after signing (the publisher's signature copied beside it) is refused,
 /// nothing is written, and the attacker's grant is not in toolhost.toml; `--accept-policy`
@@ -257,7 +257,7 @@ fn a_signed_files_policy_file_is_covered_too() {
     let public = ok(&th(ws, &["keygen", "acme.key"])).trim().to_string();
     let out = ok(&th(ws, &["publish", "config.wasm", "--sign", "acme.key"]));
     assert!(out.contains("with its policy file"), "{out}");
-    let config = format!("[trust]\nrequire_signatures = true\n\n[trust.signers.acme]\nkey = \"{public}\"\n");
+    let config = format!("[signatures]\nrequire = true\n\n[signatures.signers.acme]\nkey = \"{public}\"\n");
     std::fs::write(ws.join("toolhost.toml"), &config).unwrap();
 
     std::fs::write(ws.join("config.policy.yaml"), SSH_POLICY).unwrap();

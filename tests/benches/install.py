@@ -22,7 +22,7 @@ target/guests/dataquery.wasm, the 18.5 MB Python tool) once with `toolhost publi
                          path + sha256 pin     `[tools.DataQuery] path = …, sha256 = …`
                          locked                `[tools.DataQuery] source = "oci://…:1"` and the
                                                toolhost.lock `add` wrote: store, sha256, no net
-                         locked, signed        the same for `…:signed` with `[trust.signers]`
+                         locked, signed        the same for `…:signed` with `[signatures.signers]`
                        in rounds (START_REPEATS), the order rotated each round, so the variants
                        share the machine's moods. A locked start is compared with the others by
                        the median of the per-round differences and its interquartile range.
@@ -221,7 +221,7 @@ def run(tmp, addr):
 
     # Starts. The workspaces' caches are all the warm one (outside them).
     signed_ws = workspace(
-        tmp, "locked-signed", f'[trust.signers.bench]\nkey = "{public}"\nsources = ["oci://{addr}/bench/"]\n'
+        tmp, "locked-signed", f'[signatures.signers.bench]\nkey = "{public}"\nsources = ["oci://{addr}/bench/"]\n'
     )
     timed(["add", f"{ref}:signed"], warm_env, signed_ws, "signer:      bench")
     variants = [

@@ -211,7 +211,7 @@ pub async fn choose_tag(r: &OciRef, version: Option<&VersionReq>, access: &Acces
 
 /// Fetch `source` (at the newest tag `version` allows, with one) for the tool `name` (the name
 /// given, or `None` for the one it declares), check its digests and signature under
-/// `config`'s `[trust]`, and describe it. For a function component, the tool is its function
+/// `config`'s `[signatures]`, and describe it. For a function component, the tool is its function
 /// `function` (or the config's `[tools.NAME] function`, or its only one).
 pub async fn candidate(
     config: &Config,
@@ -228,7 +228,7 @@ pub async fn candidate(
         other => other.clone(),
     };
     let fetched = toolhost_registry::fetch(&at, &base_dir(config_file), &access).await?;
-    let signer = sign::judge(fetched.signature.as_ref(), &fetched.component_digest, source, &config.trust)?;
+    let signer = sign::judge(fetched.signature.as_ref(), &fetched.component_digest, source, &config.signatures)?;
     let mut inspection = describe(&fetched.resolved, &fetched.bytes).await?;
     let configured =
         name.and_then(|n| config.tools.get(n)).and_then(|t| t.function.as_ref()).map(|f| f.get_ref().as_str());

@@ -44,8 +44,8 @@ mod path_pattern;
 mod permission;
 mod policy_file;
 mod shared_policy;
+mod signatures;
 mod source;
-mod trust;
 mod warnings;
 
 pub use capability::Capability;
@@ -75,6 +75,6 @@ pub use policy_file::{
     MAX_POLICY_FILE_BYTES, PolicyFileError, PolicyFileProblem, parse_policy_file, policy_file_path, read_policy_file,
 };
 pub use shared_policy::{HostPaths, SharedPolicyError, hook_paths, real_or_as_is, shared_policy};
+pub use signatures::{PublicKey, PublicKeyError, SignaturesConfig, SignerConfig};
 pub use source::{OciRef, ToolRef, ToolRefError};
-pub use trust::{PublicKey, PublicKeyError, SignerConfig, TrustConfig};
 pub use warnings::{grant_warnings, hook_script_warning};

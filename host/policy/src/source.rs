@@ -101,7 +101,7 @@ impl std::fmt::Display for ToolRef {
 }
 
 impl ToolRef {
-    /// Whether a `[trust.signers.*] sources` entry covers this source: the entry is the whole
+    /// Whether a `[signatures.signers.*] sources` entry covers this source: the entry is the whole
     /// source, or a prefix of it ending where a path segment, tag or digest ends (so
     /// `oci://r/acme` covers `oci://r/acme/echo:1` but not `oci://r/acme-evil/echo:1`).
     pub fn trusted_under(&self, prefix: &str) -> bool {

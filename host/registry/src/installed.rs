@@ -1,6 +1,6 @@
 //! Installed tools (`[tools.NAME] source`) as sources a runtime loads: everything the lock
 //! says is checked before a byte runs — the entry is there and is for this source and version
-//! requirement, its signature verifies and `[trust]` accepts it, the config's grant is no wider
+//! requirement, its signature verifies and `[signatures]` accepts it, the config's grant is no wider
 //! than the one locked — then the bytes come from the store by digest, pinned so that the
 //! loader checks their sha256 before compiling, with a check that the component still declares
 //! the ceiling and read-only flag it was locked with. The CLI and an embedder load installed
@@ -41,7 +41,7 @@ pub enum InstalledError {
         /// The lock's.
         locked: String,
     },
-    /// The locked signature does not verify, or `[trust]` does not accept its signer.
+    /// The locked signature does not verify, or `[signatures]` does not accept its signer.
     #[error("tools.{name}: refusing to load {resolved}")]
     Signature {
         /// The tool.
@@ -198,13 +198,13 @@ pub fn locked_signature(entry: &LockedTool) -> Option<Signature> {
     }
 }
 
-/// Who signed a locked tool, under `config`'s `[trust]` (verifying the signature again).
+/// Who signed a locked tool, under `config`'s `[signatures]` (verifying the signature again).
 ///
 /// # Errors
 ///
 /// [`crate::Error::BadSignature`] or [`crate::Error::Untrusted`].
 pub fn signer(config: &Config, source: &ToolRef, entry: &LockedTool) -> crate::Result<Signer> {
-    sign::judge(locked_signature(entry).as_ref(), &entry.component, source, &config.trust)
+    sign::judge(locked_signature(entry).as_ref(), &entry.component, source, &config.signatures)
 }
 
 /// The check that an installed tool declares at load exactly what it declared when it was

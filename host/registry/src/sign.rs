@@ -18,7 +18,7 @@
 //! - **No infrastructure.** Sigstore/cosign keyless signing needs Fulcio, Rekor and network
 //!   access at verification; key-based cosign needs its own envelope formats. An ed25519 key
 //!   pair is 32 bytes each, verification is in-process (`ed25519-dalek`), and the public key
-//!   fits on one line of `[trust]`.
+//!   fits on one line of `[signatures]`.
 //!
 //! Signatures made before policy files were signed ([`CONTEXT_V1`], the component digest
 //! alone, a [`Signature`] without `policy`) still verify: they cover a component published
@@ -50,7 +50,7 @@ use base64::Engine as _;
 use ed25519_dalek::{Signer as _, SigningKey, Verifier as _, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use toolhost_policy::{PublicKey, ToolRef, TrustConfig};
+use toolhost_policy::{PublicKey, SignaturesConfig, ToolRef};
 
 /// Signed before the digests, so a toolhost signature can never be mistaken for (or replayed
 /// as) a signature of anything else made with the same key. The payload is
@@ -323,23 +323,23 @@ impl Signature {
     }
 }
 
-/// Who signed a component, as far as `[trust]` knows.
+/// Who signed a component, as far as `[signatures]` knows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Signer {
     /// No signature.
     Unsigned,
-    /// A valid signature by a signer `[trust]` names for this source.
+    /// A valid signature by a signer `[signatures]` names for this source.
     Trusted {
-        /// The signer's name in `[trust.signers]`.
+        /// The signer's name in `[signatures.signers]`.
         name: String,
         /// Its key.
         key: PublicKey,
     },
-    /// A valid signature by a key `[trust]` does not trust for this source.
+    /// A valid signature by a key `[signatures]` does not trust for this source.
     Unknown {
         /// The key.
         key: PublicKey,
-        /// The name of that key in `[trust.signers]`, when it is trusted for other sources.
+        /// The name of that key in `[signatures.signers]`, when it is trusted for other sources.
         known_as: Option<String>,
     },
 }
@@ -356,37 +356,42 @@ impl std::fmt::Display for Signer {
 }
 
 /// Verify `signature` (if any) over `digest` and say who signed it; with
-/// `require_signatures`, refuse an unsigned component and an unknown signer.
+/// `require`, refuse an unsigned component and an unknown signer.
 ///
 /// # Errors
 ///
-/// [`Error::BadSignature`] for a signature that does not verify (whatever `[trust]` says: a
+/// [`Error::BadSignature`] for a signature that does not verify (whatever `[signatures]` says: a
 /// forged signature is never just "unsigned"); [`Error::Untrusted`] under
-/// `require_signatures`, with the `[trust]` entry that would accept it.
-pub fn judge(signature: Option<&Signature>, digest: &str, source: &ToolRef, trust: &TrustConfig) -> Result<Signer> {
+/// `require`, with the `[signatures]` entry that would accept it.
+pub fn judge(
+    signature: Option<&Signature>,
+    digest: &str,
+    source: &ToolRef,
+    signatures: &SignaturesConfig,
+) -> Result<Signer> {
     let signer = match signature {
         None => Signer::Unsigned,
         Some(s) => {
             let key = s.verify(digest)?;
-            match trust.signer_for(&key, source) {
+            match signatures.signer_for(&key, source) {
                 Some(name) => Signer::Trusted { name: name.to_string(), key },
-                None => Signer::Unknown { key, known_as: trust.signer_named(&key).map(str::to_string) },
+                None => Signer::Unknown { key, known_as: signatures.signer_named(&key).map(str::to_string) },
             }
         }
     };
-    if trust.require_signatures {
+    if signatures.require {
         match &signer {
             Signer::Trusted { .. } => {}
             Signer::Unsigned => {
                 return Err(Error::Untrusted(format!(
-                    "{source} is not signed, and [trust] require_signatures = true; ask its publisher for a \
+                    "{source} is not signed, and [signatures] require = true; ask its publisher for a \
                      signed release (`toolhost publish --sign KEY`)"
                 )));
             }
             Signer::Unknown { key, .. } => {
                 return Err(Error::Untrusted(format!(
-                    "{source} is signed by {key}, which [trust] does not trust for this source, and \
-                     require_signatures = true; if you trust that key, add [trust.signers.NAME] key = \"{key}\" \
+                    "{source} is signed by {key}, which [signatures] does not trust for this source, and \
+                     require = true; if you trust that key, add [signatures.signers.NAME] key = \"{key}\" \
                      sources = [\"{source}\"]"
                 )));
             }

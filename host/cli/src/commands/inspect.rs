@@ -49,7 +49,7 @@ async fn granted_here(global: &GlobalArgs, engine: &ToolEngine, source: ToolSour
     })
 }
 
-/// Who signed the file (its `FILE.sig`), under this config's `[trust]`.
+/// Who signed the file (its `FILE.sig`), under this config's `[signatures]`.
 fn file_signer(global: &GlobalArgs, file: &std::path::Path, sha256: &str) -> String {
     let sig_file = std::path::PathBuf::from(format!("{}.sig", file.display()));
     let signature = match std::fs::read(&sig_file) {
@@ -61,11 +61,11 @@ fn file_signer(global: &GlobalArgs, file: &std::path::Path, sha256: &str) -> Str
         // There is a signature, but it cannot be read: not "unsigned".
         Err(e) => return format!("unknown: {} cannot be read: {e}", sig_file.display()),
     };
-    // Judged under the config's [trust], never under a default one standing in for a config
+    // Judged under the config's [signatures], never under a default one standing in for a config
     // that does not parse.
     let trust = match setup::load_config(global) {
-        Ok(config) => config.trust,
-        Err(e) => return format!("unknown: the config cannot be read, so its [trust] is not known: {e:#}"),
+        Ok(config) => config.signatures,
+        Err(e) => return format!("unknown: the config cannot be read, so its [signatures] is not known: {e:#}"),
     };
     let source = toolhost_policy::ToolRef::File(file.to_path_buf());
     let verdict = toolhost_registry::sign::judge(signature.as_ref(), &format!("sha256:{sha256}"), &source, &trust);

@@ -1,6 +1,6 @@
 //! `toolhost keygen FILE`: a new ed25519 key pair for `toolhost publish --sign FILE`. The
 //! secret key goes to FILE (mode 0600, never over an existing file); the public key is printed,
-//! in the form `[trust.signers.NAME] key` takes.
+//! in the form `[signatures.signers.NAME] key` takes.
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -27,7 +27,7 @@ impl KeygenCommand {
         file.write_all(key.to_text().as_bytes()).with_context(|| format!("writing {}", self.file.display()))?;
         crate::output::outln!("{}", key.public());
         eprintln!(
-            "secret key in {}; give the line above to those who install your tools ([trust.signers.NAME] key)",
+            "secret key in {}; give the line above to those who install your tools ([signatures.signers.NAME] key)",
             self.file.display()
         );
         Ok(0)

@@ -89,7 +89,7 @@ impl ListCommand {
     pub async fn execute(self, global: &GlobalArgs) -> Result<u8> {
         let loaded = setup::load(global, false).await?;
         let rt = &loaded.runtime;
-        // Installed tools: who signed them, as the lock and [trust] say.
+        // Installed tools: who signed them, as the lock and [signatures] say.
         let config = setup::load_config(global)?;
         let lock = crate::setup::lock_for(global).map(|(_, l)| l).unwrap_or_default();
         let signer = |tool: &str| crate::install::signer_shown(&config, tool, &lock);

@@ -266,10 +266,10 @@ impl Checker<'_> {
                 }
             }
         }
-        for (name, signer) in &config.trust.signers {
+        for (name, signer) in &config.signatures.signers {
             for (i, prefix) in signer.sources.iter().enumerate() {
                 if prefix.get_ref().trim().is_empty() {
-                    let path = key_path(&key_path("trust.signers", name), "sources");
+                    let path = key_path(&key_path("signatures.signers", name), "sources");
                     self.error(prefix.span().start, format!("{path}[{i}]: empty source prefix"));
                 }
             }

@@ -56,9 +56,9 @@ pub struct Config {
     /// Which certificate authorities the tools' HTTPS requests trust.
     #[serde(default)]
     pub tls: TlsConfig,
-    /// Whose signatures installed tools (`source`) must carry (see [`crate::TrustConfig`]).
-    #[serde(default)]
-    pub trust: crate::TrustConfig,
+    /// Whose signatures installed tools (`source`) must carry (see [`crate::SignaturesConfig`]).
+    #[serde(default, alias = "trust")]
+    pub signatures: crate::SignaturesConfig,
     /// Where every permission decision and call is recorded (see [`AuditConfig`]).
     #[serde(default)]
     pub audit: AuditConfig,
@@ -954,23 +954,40 @@ matcher = "Read"
         assert_eq!(line_col("ab", 99), (1, 3));
     }
 
+    /// `[signatures]` was first named `[trust]` (with `require_signatures`): a config of then
+    /// means the same now; both names at once are one table written twice, an error.
     #[test]
-    fn installed_tools_and_trust_are_typed_with_positions() {
+    fn signatures_are_read_under_their_first_name_too() {
+        let key = "ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
+        let old =
+            parse(&format!("[trust]\nrequire_signatures = true\n[trust.signers.acme]\nkey = \"{key}\"\n")).unwrap();
+        assert!(old.signatures.require);
+        assert_eq!(old.signatures.signers["acme"].key.get_ref().to_string(), key);
+        let both = format!("[trust]\nrequire_signatures = true\n\n[signatures.signers.acme]\nkey = \"{key}\"\n");
+        let errors = errors(&both);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].2.contains("duplicate") && errors[0].2.contains("signatures"), "{errors:?}");
+        let twice = parse("[signatures]\nrequire = true\nrequire_signatures = false\n");
+        assert!(twice.is_err(), "one setting under two names is refused, not read as either");
+    }
+
+    #[test]
+    fn installed_tools_and_signatures_are_typed_with_positions() {
         let key = "ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
         let text = format!(
-            "[tools.Echo]\nsource = \"oci://r.io/acme/echo:1\"\n\n[trust]\nrequire_signatures = true\n\
-             [trust.signers.acme]\nkey = \"{key}\"\nsources = [\"oci://r.io/acme/\"]\n"
+            "[tools.Echo]\nsource = \"oci://r.io/acme/echo:1\"\n\n[signatures]\nrequire = true\n\
+             [signatures.signers.acme]\nkey = \"{key}\"\nsources = [\"oci://r.io/acme/\"]\n"
         );
         let c = parse(&text).unwrap();
         assert_eq!(c.tools["Echo"].source.as_ref().unwrap().get_ref().to_string(), "oci://r.io/acme/echo:1");
-        assert!(c.trust.require_signatures);
-        assert_eq!(c.trust.signers["acme"].key.get_ref().to_string(), key);
-        assert!(!parse("").unwrap().trust.require_signatures, "off by default");
+        assert!(c.signatures.require);
+        assert_eq!(c.signatures.signers["acme"].key.get_ref().to_string(), key);
+        assert!(!parse("").unwrap().signatures.require, "off by default");
 
         let bad = "[tools.A]\nsource = \"http://x/a.wasm\"\n\n[tools.B]\nsource = \"oci://r.io/b:1\"\n\
                    sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"\n\n\
-                   [tools.C]\nsource = \"c.wasm\"\npath = \"c.wasm\"\n\n[trust.signers.x]\nkey = \"ed25519:abc\"\n\
-                   [trust.signers.y]\nkey = \"ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=\"\nsources = [\"\"]\n";
+                   [tools.C]\nsource = \"c.wasm\"\npath = \"c.wasm\"\n\n[signatures.signers.x]\nkey = \"ed25519:abc\"\n\
+                   [signatures.signers.y]\nkey = \"ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=\"\nsources = [\"\"]\n";
         assert_errors(
             &errors(bad),
             &[
@@ -979,9 +996,9 @@ matcher = "Read"
                 (10, 8, "tools.C.path: a tool has a `path` or a `source`, not both"),
                 (10, 8, "tools.C.path: no such file"),
                 // A bad key is left out, so the signer then lacks one: reported at the table too.
-                (12, 1, "trust.signers.x: missing field `key`"),
-                (13, 7, "trust.signers.x.key: invalid public key \"ed25519:abc\": expected `ed25519:`"),
-                (16, 12, "trust.signers.y.sources[0]: empty source prefix"),
+                (12, 1, "signatures.signers.x: missing field `key`"),
+                (13, 7, "signatures.signers.x.key: invalid public key \"ed25519:abc\": expected `ed25519:`"),
+                (16, 12, "signatures.signers.y.sources[0]: empty source prefix"),
             ],
         );
     }

@@ -1,8 +1,11 @@
-//! # `[trust]`: whose tools are accepted
+//! # `[signatures]`: whose tools are accepted
+//!
+//! (Read under its first name, `[trust]`, too, with `require_signatures` for `require`: "trust"
+//! now means one thing, a workspace's trust in its hooks and servers, `toolhost trust`.)
 //!
 //! A signer is a name, an ed25519 public key (`ed25519:` and the 32 key bytes in base64, as
 //! `toolhost keygen` prints it) and the sources it is trusted for. With
-//! `require_signatures = true`, a tool with a `source` loads only when `toolhost.lock` holds a
+//! `require = true`, a tool with a `source` loads only when `toolhost.lock` holds a
 //! signature over its bytes by a signer trusted for that source; without it, a signature is
 //! still checked when there is one, and its signer shown.
 //!
@@ -14,14 +17,14 @@
 //!
 //! let key = "ed25519:11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=";
 //! let text = format!(
-//!     "[trust]\nrequire_signatures = true\n[trust.signers.acme]\nkey = \"{key}\"\nsources = [\"oci://r.io/acme/\"]\n"
+//!     "[signatures]\nrequire = true\n[signatures.signers.acme]\nkey = \"{key}\"\nsources = [\"oci://r.io/acme/\"]\n"
 //! );
 //! let config = Config::parse(&text, Path::new("toolhost.toml")).unwrap();
 //! let source: ToolRef = "oci://r.io/acme/echo:1".parse().unwrap();
 //! let key = key.parse().unwrap();
-//! assert_eq!(config.trust.signer_for(&key, &source), Some("acme"));
+//! assert_eq!(config.signatures.signer_for(&key, &source), Some("acme"));
 //! let elsewhere: ToolRef = "oci://r.io/other/echo:1".parse().unwrap();
-//! assert_eq!(config.trust.signer_for(&key, &elsewhere), None);
+//! assert_eq!(config.signatures.signer_for(&key, &elsewhere), None);
 //! ```
 
 use crate::ToolRef;
@@ -30,19 +33,19 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;
 
-/// `[trust]`.
+/// `[signatures]`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TrustConfig {
+pub struct SignaturesConfig {
     /// Refuse a tool with a `source` that is unsigned or signed by no signer trusted for it.
-    #[serde(default)]
-    pub require_signatures: bool,
+    #[serde(default, alias = "require_signatures")]
+    pub require: bool,
     /// Accepted signers, by a name shown in `list` and `inspect`.
     #[serde(default)]
     pub signers: BTreeMap<String, SignerConfig>,
 }
 
-/// `[trust.signers.NAME]`.
+/// `[signatures.signers.NAME]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SignerConfig {
@@ -94,7 +97,7 @@ impl TryFrom<String> for PublicKey {
     }
 }
 
-impl TrustConfig {
+impl SignaturesConfig {
     /// The name of the signer with this key trusted for `source`, if there is one.
     pub fn signer_for(&self, key: &PublicKey, source: &ToolRef) -> Option<&str> {
         self.signers.iter().find_map(|(name, s)| {
