@@ -394,8 +394,8 @@ struct Silent;
 
 #[async_trait::async_trait]
 impl toolhost::RemoteServer for Silent {
-    async fn call(&self, _tool: &str, _input: Value) -> Result<toolhost::RemoteOutput, String> {
-        Err("not reached".to_string())
+    async fn call(&self, _tool: &str, _input: Value) -> Result<toolhost::RemoteOutput, toolhost::RemoteError> {
+        Err(toolhost::RemoteError::NoAnswer("not reached".to_string()))
     }
 }
 

@@ -8,7 +8,7 @@ use rmcp::model::{CallToolRequestParams, ClientRequest, ContentBlock, NumberOrSt
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
 use serde_json::Value;
 use std::sync::Arc;
-use toolhost::{Caller, RemoteBlock, RemoteOutput, RemoteServer, RemoteTool};
+use toolhost::{Caller, RemoteBlock, RemoteError, RemoteOutput, RemoteServer, RemoteTool};
 
 /// A connected server.
 pub(crate) struct Server {
@@ -36,30 +36,35 @@ impl Server {
 
 #[async_trait::async_trait]
 impl RemoteServer for Server {
-    async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String> {
+    async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, RemoteError> {
         self.make_call(tool, input, None).await
     }
 
-    async fn call_for(&self, tool: &str, input: Value, caller: Arc<Caller>) -> Result<RemoteOutput, String> {
+    async fn call_for(&self, tool: &str, input: Value, caller: Arc<Caller>) -> Result<RemoteOutput, RemoteError> {
         self.make_call(tool, input, Some(caller)).await
     }
 
-    async fn list(&self) -> Result<Vec<RemoteTool>, String> {
-        listed(&self.name, &self.service).await
+    async fn list(&self) -> Result<Vec<RemoteTool>, RemoteError> {
+        listed(&self.name, &self.service).await.map_err(RemoteError::NoAnswer)
     }
 }
 
 impl Server {
     /// A call of `tool`; with a caller, what the server sends meanwhile reaches it ([`Calls`]).
-    async fn make_call(&self, tool: &str, input: Value, caller: Option<Arc<Caller>>) -> Result<RemoteOutput, String> {
-        let Value::Object(arguments) = input else { return Err("the input is not an object".to_string()) };
+    async fn make_call(
+        &self,
+        tool: &str,
+        input: Value,
+        caller: Option<Arc<Caller>>,
+    ) -> Result<RemoteOutput, RemoteError> {
+        let Value::Object(arguments) = input else { return Err(RemoteError::InputNotAnObject) };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let failed = |e: rmcp::ServiceError| match self.service.is_transport_closed() {
-            true => format!(
+            true => RemoteError::NotConnected(format!(
                 "{e}: {} (toolhost starts it again at its next call, at most {MAX_RESTARTS} times)",
                 self.stopped()
-            ),
-            false => format!("{e} (is MCP server {} still running?)", self.name),
+            )),
+            false => RemoteError::NoAnswer(format!("{e} (is MCP server {} still running?)", self.name)),
         };
         // Sent by hand rather than with `call_tool`, for the progress token rmcp puts in the
         // request (its own, whatever the caller set), which names the call in the server's
@@ -79,7 +84,10 @@ impl Server {
             ServerResult::CallToolResult(result) => result,
             // `{}`: a result without `content` (rmcp's `call_tool` takes it as empty too).
             ServerResult::EmptyResult(_) => return Ok(RemoteOutput::new(Vec::new(), false)),
-            _ => return Err(format!("MCP server {} answered tools/call with something else than a result", self.name)),
+            _ => {
+                let what = format!("MCP server {} answered tools/call with something else than a result", self.name);
+                return Err(RemoteError::BadAnswer(what));
+            }
         };
         let mut content: Vec<RemoteBlock> = result.content.iter().map(block).collect();
         if content.is_empty()

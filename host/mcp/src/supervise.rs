@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use toolhost::pins::{Clearance, Cleared};
-use toolhost::{Caller, PermissionDecider, RemoteOutput, RemoteServer, RemoteTool, Runtime};
+use toolhost::{Caller, PermissionDecider, RemoteError, RemoteOutput, RemoteServer, RemoteTool, Runtime};
 use toolhost_policy::launch::{LaunchError, ServerLaunch};
 
 /// How long a server may take to start and list its tools.
@@ -92,11 +92,11 @@ struct State {
 
 impl Supervised {
     /// The running connection, for a call.
-    async fn connected(&self) -> Result<Arc<Server>, String> {
+    async fn connected(&self) -> Result<Arc<Server>, RemoteError> {
         let (server, _) = self
             .running(RETRY_TIMEOUT)
             .await
-            .map_err(|why| format!("MCP server {} is not connected: {why}", self.name))?;
+            .map_err(|why| RemoteError::NotConnected(format!("MCP server {} is not connected: {why}", self.name)))?;
         Ok(server)
     }
 
@@ -137,23 +137,26 @@ impl Supervised {
 
 #[async_trait::async_trait]
 impl RemoteServer for Supervised {
-    async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String> {
+    async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, RemoteError> {
         self.connected().await?.call(tool, input).await
     }
 
-    async fn call_for(&self, tool: &str, input: Value, caller: Arc<Caller>) -> Result<RemoteOutput, String> {
+    async fn call_for(&self, tool: &str, input: Value, caller: Arc<Caller>) -> Result<RemoteOutput, RemoteError> {
         self.connected().await?.call_for(tool, input, caller).await
     }
 
-    async fn list(&self) -> Result<Vec<RemoteTool>, String> {
-        let (server, fresh) = self.running(RETRY_TIMEOUT).await.map_err(|why| format!("not connected: {why}"))?;
+    async fn list(&self) -> Result<Vec<RemoteTool>, RemoteError> {
+        let (server, fresh) = self
+            .running(RETRY_TIMEOUT)
+            .await
+            .map_err(|why| RemoteError::NotConnected(format!("not connected: {why}")))?;
         match fresh {
             Some(tools) => Ok(tools),
             // Bounded: the lists are read again before every agent turn, and a server that
             // stops answering must not stall the run.
-            None => tokio::time::timeout(RETRY_TIMEOUT, server.list())
-                .await
-                .unwrap_or_else(|_| Err(format!("tools/list got no answer within {RETRY_TIMEOUT:?}"))),
+            None => tokio::time::timeout(RETRY_TIMEOUT, server.list()).await.unwrap_or_else(|_| {
+                Err(RemoteError::NoAnswer(format!("tools/list got no answer within {RETRY_TIMEOUT:?}")))
+            }),
         }
     }
 }

@@ -66,8 +66,8 @@ pub use loading::tiering::{CodeState, OptimizeHold, Tier};
 pub use printable::printable;
 pub use registry::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
 pub use remote::{
-    Caller, MAX_MCP_DESCRIPTION_CHARS, MAX_MCP_SCHEMA_BYTES, MAX_MCP_TOOLS_PER_SERVER, RemoteBlock, RemoteOutput,
-    RemoteServer, RemoteTool, mcp_tool_name,
+    Caller, MAX_MCP_DESCRIPTION_CHARS, MAX_MCP_SCHEMA_BYTES, MAX_MCP_TOOLS_PER_SERVER, RemoteBlock, RemoteError,
+    RemoteOutput, RemoteServer, RemoteTool, mcp_tool_name,
 };
 pub use sandbox::fsguard::use_procfs_paths;
 pub use tokio_util::sync::CancellationToken;

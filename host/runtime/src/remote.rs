@@ -176,24 +176,49 @@ impl Caller {
     }
 }
 
+/// Why a server gave no answer to a call or a list: a call's result says it as a host error,
+/// a refresh as a load error. (What the server answered, an error result included, is an
+/// answer: [`RemoteOutput`].)
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// It is not running and could not be started (again), or it stopped: why, with what it
+    /// said last when it said something.
+    #[error("{0}")]
+    NotConnected(String),
+    /// The request went out and no answer came back (the connection failed under it, or the
+    /// server sent an error instead).
+    #[error("{0}")]
+    NoAnswer(String),
+    /// It answered with something that is not an answer to this request.
+    #[error("{0}")]
+    BadAnswer(String),
+    /// The input cannot be the call's arguments: MCP's arguments are a JSON object.
+    #[error("the input is not an object")]
+    InputNotAnObject,
+    /// This server's list cannot be read again.
+    #[error("this server's list cannot be read again")]
+    CannotList,
+}
+
 /// A connected server that makes calls of its tools.
 #[async_trait]
 pub trait RemoteServer: Send + Sync {
     /// Call `tool` (its name on the server) with `input`. An `Err` is a failure to reach the
     /// server or to get an answer (the call's result says it, as a host error).
-    async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, String>;
+    async fn call(&self, tool: &str, input: Value) -> Result<RemoteOutput, RemoteError>;
 
     /// [`RemoteServer::call`] with the [`Caller`], to which the server's progress, logs and
     /// questions during the call go. The runtime calls this one; the default drops the caller.
-    async fn call_for(&self, tool: &str, input: Value, caller: Arc<Caller>) -> Result<RemoteOutput, String> {
+    async fn call_for(&self, tool: &str, input: Value, caller: Arc<Caller>) -> Result<RemoteOutput, RemoteError> {
         let _ = caller;
         self.call(tool, input).await
     }
 
     /// Read the server's tool list again (`tools/list`), for [`Runtime::refresh_remote_tools`].
     /// The default says it cannot.
-    async fn list(&self) -> Result<Vec<RemoteTool>, String> {
-        Err("this server's list cannot be read again".to_string())
+    async fn list(&self) -> Result<Vec<RemoteTool>, RemoteError> {
+        Err(RemoteError::CannotList)
     }
 }
 
