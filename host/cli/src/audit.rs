@@ -113,7 +113,7 @@ impl AuditLog {
     /// Open (or create) `path` for appending; `state_dir` is toolhost's private state, where
     /// the log's mark between runs is kept (`None`: no check between runs).
     pub fn open(path: &Path, log_inputs: bool, max_bytes: u64, state_dir: Option<&Path>) -> Result<Self> {
-        let mark = state_dir.and_then(|dir| match toolhost::pins::state_subdir(dir, "audit") {
+        let mark = state_dir.and_then(|dir| match toolhost_trust::state_subdir(dir, "audit") {
             Ok(dir) => Some(dir.join(format!("{}.json", mark_name(path)))),
             Err(e) => {
                 eprintln!("warning: the audit log is not checked between runs: {}", toolhost::error_text(&e));

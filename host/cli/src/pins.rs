@@ -7,8 +7,10 @@ use crate::setup::{self, GlobalArgs, printable};
 use anyhow::{Context, Result};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use toolhost::pins::{self, Asking, Change, Clearance, Confirmation, Gate, GateError, PinError, PinStore, Pins};
 use toolhost_policy::Config;
+use toolhost_trust::{
+    self as pins, Asking, Change, Clearance, Confirmation, Gate, GateError, PinError, PinStore, Pins,
+};
 
 /// What to do with a widening change when there are no pins to confirm it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,7 +96,7 @@ pub fn store() -> Result<PinStore, PinError> {
 }
 
 /// Compare the config in use and the files its hooks and servers run with the pins of this
-/// workspace, before anything is built from them ([`toolhost::pins::Gate`]). Unchanged:
+/// workspace, before anything is built from them ([`toolhost_trust::Gate`]). Unchanged:
 /// nothing happens. No pins yet: they are recorded. Only narrowing changes: they apply and the
 /// pins follow. A widening change: a person's yes on the terminal (with `AskOnTerminal`), else
 /// an error naming each change and `toolhost trust`. What it returns is the only way to start

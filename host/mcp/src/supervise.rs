@@ -9,9 +9,9 @@ use crate::{ConnectError, Connected, Options};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use toolhost::pins::{Clearance, Cleared};
 use toolhost::{Caller, PermissionDecider, RemoteError, RemoteOutput, RemoteServer, RemoteTool, Runtime};
 use toolhost_policy::launch::{LaunchError, ServerLaunch};
+use toolhost_trust::{Clearance, Cleared};
 
 /// How long a server may take to start and list its tools.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);

@@ -54,10 +54,9 @@ pub use error::{
     Error, GrantError, LoadError, Result, SchemaError, SettingError, WasmtimeError, WorkspaceError, error_text,
 };
 pub use event::{Event, EventSink, input_sha256};
-pub use hooks::pins;
 pub use hooks::{HookEvent, HookInput, HookResponse, Hooks, SessionEvent, SessionHooks};
 pub use kinds::{FunctionExport, ToolKind};
-pub use loading::cache::private_dir;
+pub use loading::cache::{DirRole, private_dir, private_dir_for};
 pub use loading::engine::{EngineOptions, ToolEngine};
 pub use loading::loader::{Inspection, ToolInfo, inspect};
 pub use loading::source::{DeclarationCheck, Origin, ToolSource};

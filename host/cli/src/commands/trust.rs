@@ -7,9 +7,9 @@ use crate::pins::{self, Subject};
 use crate::setup::{self, GlobalArgs, printable};
 use anyhow::Result;
 use clap::Args;
-use toolhost::pins::Pins;
 use toolhost_policy::Config;
 use toolhost_policy::launch::ServerLaunch;
+use toolhost_trust::Pins;
 
 #[derive(Args, Debug)]
 pub struct TrustCommand {
@@ -39,7 +39,7 @@ impl TrustCommand {
                 Ok(Some(p)) => {
                     outln!("pinned in {}:", path.display());
                     show(p, &subject);
-                    let changes = toolhost::pins::changes(p, &current);
+                    let changes = toolhost_trust::changes(p, &current);
                     if changes.is_empty() && *p == current {
                         outln!("no changes since then");
                     } else if changes.is_empty() {
@@ -67,7 +67,7 @@ impl TrustCommand {
         show_programs(&config, &config, &subject);
         // What is accepted, so that the person sees it once more.
         if let Ok(Some(p)) = &trusted {
-            for c in toolhost::pins::changes(p, &current) {
+            for c in toolhost_trust::changes(p, &current) {
                 outln!("accepted: {}", printable(&c.what));
             }
         }

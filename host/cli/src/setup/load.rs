@@ -37,7 +37,7 @@ pub async fn load_traced(args: &GlobalArgs, verbose_events: bool, trace_file: Op
 
 /// [`load`] without the check of pins (`toolhost trust`), for `toolhost compile`, which
 /// calls no tool, runs no hook and starts no MCP server (it holds no
-/// [`toolhost::pins::Clearance`]): it compiles, and runs only `schema` (with no capabilities)
+/// [`toolhost_trust::Clearance`]): it compiles, and runs only `schema` (with no capabilities)
 /// of a tool no earlier load described, as `toolhost inspect` does. A background compile after
 /// `add` must not wait for a trust that only the next call needs.
 pub async fn load_unpinned(args: &GlobalArgs) -> Result<Loaded> {
@@ -104,7 +104,7 @@ pub async fn load_with(
 pub(super) async fn build_and_load(
     args: &GlobalArgs,
     mut config: Config,
-    cleared: Option<toolhost::pins::Clearance>,
+    cleared: Option<toolhost_trust::Clearance>,
     events: toolhost::EventSink,
     decider: Option<Arc<dyn toolhost::PermissionDecider>>,
     scheduler: Option<Arc<toolhost::Scheduler>>,

@@ -13,7 +13,6 @@
 //! [`combine`] merges several answers into one decision; [`step`] runs them as a step of a call.
 
 mod combine;
-pub mod pins;
 mod protocol;
 mod runner;
 mod session;

@@ -384,11 +384,11 @@ pub(crate) fn grant_overlap(
 /// What a private directory of the host's holds and how to choose another one, for the
 /// messages of [`private_dir_for`].
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct DirRole {
+pub struct DirRole {
     /// What someone who could write it could plant there ("native code").
-    pub(crate) holds: &'static str,
+    pub holds: &'static str,
     /// What to do instead ("set TOOLHOST_CACHE_DIR to …").
-    pub(crate) fix: &'static str,
+    pub fix: &'static str,
 }
 
 /// The compile cache's role (and that of the data kept beside it).
@@ -408,7 +408,7 @@ pub fn private_dir(dir: &Path) -> Result<PathBuf, String> {
 
 /// [`private_dir`] for a directory with another role (toolhost's state directory): the same
 /// checks, with messages that say what it holds and how to choose another.
-pub(crate) fn private_dir_for(dir: &Path, role: DirRole) -> Result<PathBuf, String> {
+pub fn private_dir_for(dir: &Path, role: DirRole) -> Result<PathBuf, String> {
     create_private_dir(dir, role)?;
     let fix = role.fix;
     let canonical = dir.canonicalize().map_err(|e| format!("cannot resolve {}: {e}; {fix}", dir.display()))?;

@@ -117,7 +117,7 @@ impl RuntimeBuilder {
         self
     }
     /// toolhost's private state directory (where the CLI keeps the pins of trusted config and
-    /// hook files, see [`crate::hooks::pins`]): protected from every tool, and a tool granted this
+    /// hook files, see the `toolhost-trust` crate): protected from every tool, and a tool granted this
     /// directory, or one containing it, is refused at [`Runtime::load`]. Nothing is created or
     /// checked here.
     pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {

@@ -186,7 +186,7 @@ fn fingerprint(args: &GlobalArgs) -> Fingerprint {
         // `toolhost trust` lets a refused change load.
         if let Ok(subject) = crate::pins::Subject::of(args) {
             files.extend(subject.pin_file());
-            let summary = toolhost::pins::Summary::of(&config, &subject.workspace);
+            let summary = toolhost_trust::Summary::of(&config, &subject.workspace);
             files.extend(summary.hooks.into_iter().flat_map(|h| h.files));
         }
     }

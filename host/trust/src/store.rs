@@ -3,11 +3,11 @@
 //! replaced atomically.
 
 use super::Pins;
-use crate::loading::cache::{DirRole, private_dir_for};
 use sha2::{Digest, Sha256};
 use std::io::Write as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
+use toolhost::{DirRole, private_dir_for};
 
 /// The state directory's role, for the messages of the private-directory check.
 const STATE_ROLE: DirRole = DirRole {

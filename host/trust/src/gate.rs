@@ -139,7 +139,7 @@ impl Gate<'_> {
         let baseline = || Pins::baseline(self.workspace, Some(self.config_path));
         let (trusted, store, unconfirmed) = match store {
             Err(e) => {
-                let why = crate::error_text(&e);
+                let why = toolhost::error_text(&e);
                 tracing::warn!("{why}; changes that widen what runs on the host cannot be confirmed");
                 (baseline(), None, Some(why))
             }
@@ -165,7 +165,7 @@ impl Gate<'_> {
                     return Ok(Clearance::of(config, self.workspace));
                 }
                 Err(e) => {
-                    let why = crate::error_text(&e);
+                    let why = toolhost::error_text(&e);
                     tracing::warn!("{why}; comparing with no config at all");
                     (baseline(), Some(store), Some(why))
                 }
@@ -189,6 +189,6 @@ impl Gate<'_> {
 /// Record `pins`; a failure is a warning (the start goes on with what was checked).
 fn save(store: &PinStore, pins: &Pins) {
     if let Err(e) = store.write(pins) {
-        tracing::warn!("cannot record the trusted config and hook files: {}", crate::error_text(&e));
+        tracing::warn!("cannot record the trusted config and hook files: {}", toolhost::error_text(&e));
     }
 }

@@ -1,4 +1,7 @@
-//! # Pinned host-run files
+//! # Trust: pinned host-run files
+//!
+//! The layer between what a workspace's files say and what toolhost runs on the host because of
+//! them: the runtime below it runs tools, the command line above it asks the person.
 //!
 //! What toolhost runs or obeys on the host — the config in use (its hooks, mode, rules, grants
 //! and protected patterns) and every file a hook command runs — must not change behind the
@@ -10,14 +13,14 @@
 //!
 //! Pins live in toolhost's state directory ([`PinStore`]), outside every grant: it is checked
 //! like the compile cache (a directory of the effective user that no one else can write), the
-//! runtime protects it from every tool ([`crate::RuntimeBuilder::state_dir`]), and a grant that
+//! runtime protects it from every tool (`toolhost::RuntimeBuilder::state_dir`), and a grant that
 //! includes it is a load error. Pin files are replaced atomically (a new file, then a rename).
 //!
 //! ## Example
 //!
 //! ```
 //! use std::path::Path;
-//! use toolhost::pins::{changes, Pins};
+//! use toolhost_trust::{changes, Pins};
 //! use toolhost_policy::Config;
 //!
 //! let ws = Path::new("/w");
