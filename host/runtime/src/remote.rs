@@ -278,10 +278,9 @@ impl Runtime {
             });
         }
         let others: std::collections::HashMap<String, String> = self
-            .remote
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
+            .pool
+            .remote_tools()
+            .iter()
             .filter_map(|t| match &t.origin {
                 Origin::Mcp(s) if s != server => Some((t.info.name.clone(), s.clone())),
                 _ => None,
@@ -307,7 +306,7 @@ impl Runtime {
                 errors.push(refuse(format!("its name in the pool, {name}, is longer than 64 characters")));
                 continue;
             }
-            if self.tools.contains_key(&name) {
+            if self.pool.component(&name).is_some() {
                 errors.push(refuse(format!("the name {name} is taken by a loaded component")));
                 continue;
             }
@@ -364,12 +363,7 @@ impl Runtime {
                 remote: Some(backend.clone()),
             }));
         }
-        let mut remote = self.remote.write().unwrap_or_else(|e| e.into_inner());
-        remote.retain(|_, t| !matches!(&t.origin, Origin::Mcp(s) if s == server));
-        for tool in made {
-            remote.insert(tool.info.name.clone(), tool);
-        }
-        self.servers.write().unwrap_or_else(|e| e.into_inner()).insert(server.to_string(), backend);
+        self.pool.replace_server(server, made, backend);
         errors
     }
 
@@ -378,13 +372,7 @@ impl Runtime {
     /// calls then say it is gone); its failure is returned. `toolhost agent` does this before
     /// every turn, as Claude Code reads its MCP tools fresh each turn.
     pub async fn refresh_remote_tools(&self) -> Vec<Error> {
-        let servers: Vec<(String, Arc<dyn RemoteServer>)> = self
-            .servers
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|(name, server)| (name.clone(), server.clone()))
-            .collect();
+        let servers = self.pool.servers();
         // All at once: one slow server costs its own wait, not the sum of everyone's.
         let lists = futures::future::join_all(servers.iter().map(|(_, server)| server.list())).await;
         let mut errors = Vec::new();
@@ -402,21 +390,17 @@ impl Runtime {
 
     /// Forget the tools of `server` (it went away): calls of them are unknown tools.
     pub fn remove_remote_tools(&self, server: &str) {
-        self.servers.write().unwrap_or_else(|e| e.into_inner()).remove(server);
-        self.remote
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|_, t| !matches!(&t.origin, Origin::Mcp(s) if s == server));
+        self.pool.remove_server(server);
     }
 
     /// Whether any MCP server's tools are in the pool.
     pub fn has_remote_servers(&self) -> bool {
-        !self.servers.read().unwrap_or_else(|e| e.into_inner()).is_empty()
+        self.pool.has_servers()
     }
 
     /// The MCP servers' tools now in the pool, by name.
     pub fn remote_tools(&self) -> Vec<Arc<LoadedTool>> {
-        self.remote.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect()
+        self.pool.remote_tools()
     }
 
     /// Whether the pool has a tool of this name (a component's or an MCP server's).
@@ -426,10 +410,7 @@ impl Runtime {
 
     /// A tool of the pool by name: a component's, else an MCP server's.
     pub(crate) fn lookup(&self, name: &str) -> Option<Arc<LoadedTool>> {
-        self.tools
-            .get(name)
-            .cloned()
-            .or_else(|| self.remote.read().unwrap_or_else(|e| e.into_inner()).get(name).cloned())
+        self.pool.lookup(name)
     }
 }
 

@@ -340,25 +340,14 @@ impl Runtime {
             Err(f) => return (f.into_result(id), Updates::default()),
         };
 
-        let size: usize = output
-            .content
-            .iter()
-            .map(|b| match b {
-                crate::invoke::bindings::WitContentBlock::Text(t) => t.len(),
-                crate::invoke::bindings::WitContentBlock::Image(i) => i.data.len(),
-            })
-            .sum::<usize>()
+        let size = content_bytes(&output.content)
             + output
                 .context_updates
                 .iter()
                 .map(|u| u.key.len() + u.value.as_ref().map_or(0, String::len))
                 .sum::<usize>();
-        if size > tool.limits.max_output_bytes {
-            let message = format!(
-                "Tool {name} returned {size} bytes, more than its limit of {} (max_output_bytes).",
-                tool.limits.max_output_bytes
-            );
-            return (ToolResult::error(id, OutcomeKind::OutputLimit, message), Updates::default());
+        if let Some(over) = over_output_limit(cx, size) {
+            return (over, Updates::default());
         }
         let list: Vec<_> = output.context_updates.into_iter().map(|u| (u.key, u.value)).collect();
         let namespace = tool.context_namespace.clone();
@@ -409,19 +398,8 @@ impl Runtime {
         };
         let is_error = output.is_error;
         let blocks = crate::remote::wit_blocks(output);
-        let size: usize = blocks
-            .iter()
-            .map(|b| match b {
-                crate::invoke::bindings::WitContentBlock::Text(t) => t.len(),
-                crate::invoke::bindings::WitContentBlock::Image(i) => i.data.len(),
-            })
-            .sum();
-        if size > tool.limits.max_output_bytes {
-            let message = format!(
-                "Tool {name} returned {size} bytes, more than its limit of {} (max_output_bytes).",
-                tool.limits.max_output_bytes
-            );
-            return ToolResult::error(id, OutcomeKind::OutputLimit, message);
+        if let Some(over) = over_output_limit(cx, content_bytes(&blocks)) {
+            return over;
         }
         match map_output(name, id, blocks, tool.limits.max_result_chars, &self.spill) {
             // The server's own failure: an error result with what it said (text only).
@@ -479,6 +457,29 @@ struct Aftermath {
     notes: Vec<String>,
     /// `continue: false`: the session stops after this batch.
     stop: Option<String>,
+}
+
+/// The bytes of a tool's content as `max_output_bytes` counts them: text and image data.
+/// Components' and MCP servers' answers alike.
+fn content_bytes(blocks: &[crate::invoke::bindings::WitContentBlock]) -> usize {
+    blocks
+        .iter()
+        .map(|b| match b {
+            crate::invoke::bindings::WitContentBlock::Text(t) => t.len(),
+            crate::invoke::bindings::WitContentBlock::Image(i) => i.data.len(),
+        })
+        .sum()
+}
+
+/// The call's error result when its tool returned `size` bytes, more than its
+/// `max_output_bytes`.
+fn over_output_limit(cx: &CallCtx<'_>, size: usize) -> Option<ToolResult> {
+    let limit = cx.tool.limits.max_output_bytes;
+    (size > limit).then(|| {
+        let message =
+            format!("Tool {} returned {size} bytes, more than its limit of {limit} (max_output_bytes).", cx.name());
+        ToolResult::error(cx.id(), OutcomeKind::OutputLimit, message)
+    })
 }
 
 /// Hook output for the model: each additional context, and the feedback of a PostToolUse

@@ -44,7 +44,7 @@ impl Runtime {
     }
 
     async fn probe<E: Export>(&self, name: &str, input: &Value, export: E) -> Option<Probe<E::Output>> {
-        let tool = self.tools.get(name)?;
+        let tool = self.pool.component(name)?;
         if !tool.info.kind.describes_itself() {
             return None;
         }

@@ -268,9 +268,7 @@ impl RuntimeBuilder {
             scheduler: self.scheduler.unwrap_or_else(|| Scheduler::new(max_concurrency)),
             max_concurrency,
             max_context_bytes,
-            tools: BTreeMap::new(),
-            remote: Default::default(),
-            servers: Default::default(),
+            pool: Default::default(),
         })
     }
 }

@@ -233,7 +233,7 @@ impl Runtime {
             );
             return Err(config_error(self.config.tool_error(&name, &message)));
         }
-        if let Some(existing) = self.tools.get(&name) {
+        if let Some(existing) = self.pool.component(&name) {
             return Err(Error::Duplicate {
                 origin: source.origin.to_string(),
                 name,
@@ -387,7 +387,7 @@ impl Runtime {
             pure_pool: Default::default(),
             remote: None,
         };
-        self.tools.insert(name.clone(), Arc::new(tool));
+        self.pool.insert_component(name.clone(), Arc::new(tool));
         Ok(name)
     }
 }

@@ -8,6 +8,7 @@
 mod builder;
 mod grant;
 mod load;
+pub(crate) mod pool;
 
 pub use builder::RuntimeBuilder;
 
@@ -155,12 +156,8 @@ pub struct Runtime {
     pub(crate) scheduler: Arc<Scheduler>,
     /// The bound of each session's context (`limits.max_context_bytes`).
     pub(crate) max_context_bytes: usize,
-    pub(crate) tools: BTreeMap<String, Arc<LoadedTool>>,
-    /// The tools of MCP servers, replaced server by server as their lists change
-    /// ([`Runtime::set_remote_tools`]).
-    pub(crate) remote: std::sync::RwLock<BTreeMap<String, Arc<LoadedTool>>>,
-    /// The MCP servers whose tools are in `remote`, by name.
-    pub(crate) servers: std::sync::RwLock<BTreeMap<String, Arc<dyn crate::remote::RemoteServer>>>,
+    /// What a name calls: components and MCP servers' tools ([`Runtime::set_remote_tools`]).
+    pub(crate) pool: pool::Pool,
     pub(crate) permissions: Permissions,
     pub(crate) command_hooks: CommandHooks,
     pub(crate) hooks: Vec<Arc<dyn Hooks>>,
@@ -173,7 +170,10 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("workspace", &self.workspace).field("tools", &self.tools.keys()).finish()
+        f.debug_struct("Runtime")
+            .field("workspace", &self.workspace)
+            .field("tools", &self.pool.component_names().collect::<Vec<_>>())
+            .finish()
     }
 }
 
@@ -229,14 +229,14 @@ impl Runtime {
 
     /// The loaded tools, by name.
     pub fn tools(&self) -> impl Iterator<Item = &LoadedTool> {
-        self.tools.values().map(Arc::as_ref)
+        self.pool.components().map(Arc::as_ref)
     }
 
     /// The loaded tools a model may be offered: all but those a deny rule names as a whole
     /// (`deny = ["Write"]`), which, as in Claude Code, are not offered at all.
     /// MCP servers' tools are in it too ([`Runtime::set_remote_tools`]).
     pub fn offered_tools(&self) -> Vec<Arc<LoadedTool>> {
-        let mut all: Vec<Arc<LoadedTool>> = self.tools.values().cloned().collect();
+        let mut all: Vec<Arc<LoadedTool>> = self.pool.components().cloned().collect();
         all.extend(self.remote_tools());
         all.retain(|t| !self.denied_as_a_whole(&t.info.name));
         all
@@ -249,19 +249,19 @@ impl Runtime {
 
     /// One loaded tool.
     pub fn tool(&self, name: &str) -> Option<&LoadedTool> {
-        self.tools.get(name).map(Arc::as_ref)
+        self.pool.component(name).map(Arc::as_ref)
     }
 
     /// Where the named tool's code stands, without making it ready. `None` for an unknown tool.
     pub fn code_state(&self, name: &str) -> Option<crate::CodeState> {
-        Some(self.tools.get(name)?.code.state(&self.engine, self.cache.as_ref()))
+        Some(self.pool.component(name)?.code.state(&self.engine, self.cache.as_ref()))
     }
 
     /// Make the named tool's code ready now instead of at its first call, and, with tiering,
     /// wait for its optimised code (what `toolhost compile` does, so that the compile cache
     /// holds it). `None` for an unknown tool.
     pub async fn ready_code(&self, name: &str) -> Option<std::result::Result<crate::Tier, crate::LoadError>> {
-        let tool = self.tools.get(name)?;
+        let tool = self.pool.component(name)?;
         Some(match tool.code.get(&self.engine).await {
             Ok(code) if code.tier == crate::Tier::Baseline => {
                 self.engine.optimized().await;
