@@ -14,6 +14,7 @@ pub(crate) mod probe;
 pub(crate) mod question;
 pub(crate) mod refusal;
 pub(crate) mod result;
+pub(crate) mod route;
 pub(crate) mod spill;
 pub(crate) mod trace;
 

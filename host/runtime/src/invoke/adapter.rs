@@ -7,9 +7,8 @@ use crate::call::outcome::{Failure, OutcomeKind};
 use crate::invoke::{Export, FsCall, InvokeCtx, invoke};
 use crate::registry::Runtime;
 use crate::sandbox::fsguard::FsRules;
-use crate::sandbox::state::{Asker, CallEnv, ProgressTo};
+use crate::sandbox::state::{Asker, CallEnv};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 impl Runtime {
     /// Run `export` of the call's tool with what `access` allows (the grant, read-only, or
@@ -83,34 +82,5 @@ impl Runtime {
             trace: Some(&cx.trace),
         };
         invoke(store, export).await
-    }
-}
-
-impl Runtime {
-    /// Where a call's progress and log messages go: the events and the call's own options.
-    /// A component's and an MCP server's tool alike.
-    pub(crate) fn progress_to(&self, cx: &CallCtx<'_>) -> Option<ProgressTo> {
-        ProgressTo::new(
-            self.events.clone(),
-            cx.options.progress.clone(),
-            cx.options.log.clone(),
-            &cx.tool_use.id,
-            &cx.tool.info.name,
-        )
-    }
-
-    /// Who answers a call's questions: the call's decider, else the runtime's, else nobody.
-    pub(crate) fn asker_of(&self, cx: &CallCtx<'_>) -> Arc<dyn crate::PermissionDecider> {
-        cx.options.decider.clone().or_else(|| self.decider.clone()).unwrap_or_else(|| Arc::new(Nobody))
-    }
-}
-
-/// Who answers when nobody can: every question is cancelled (the trait's default).
-struct Nobody;
-
-#[async_trait::async_trait]
-impl crate::PermissionDecider for Nobody {
-    async fn ask(&self, _request: &crate::AskRequest) -> crate::AskAnswer {
-        crate::AskAnswer::Deny(None)
     }
 }
