@@ -108,7 +108,7 @@ mod tests {
             assert!(asked.elicit("Who?".into(), "{\"type\":\"object\",\"properties\":{}}").await.is_ok());
         }
         let over = asked.elicit("Who?".into(), "{\"type\":\"object\",\"properties\":{}}").await;
-        assert!(over.unwrap_err().contains("at most 8 questions"));
+        assert!(over.unwrap_err().to_string().contains("at most 8 questions"));
         assert_eq!(person.0.load(std::sync::atomic::Ordering::Relaxed), toolhost::MAX_QUESTIONS);
         assert_eq!(calls.lock().unwrap().by_token(2).unwrap().tool_use_id(), "b", "progress names its call");
         // A call of another client: nobody can tell whose a question is.

@@ -45,7 +45,7 @@ pub use call::classify::CheckedCall;
 pub use call::outcome::OutcomeKind;
 pub use call::permission::{AskAnswer, AskRequest, PermissionDecider};
 pub use call::probe::Probe;
-pub use call::question::MAX_QUESTIONS;
+pub use call::question::{MAX_QUESTIONS, QuestionError};
 pub use call::refusal::{Refusal, RefusalKind};
 pub use call::result::{ContentBlock, ImageSource, ToolResult, content_text};
 pub use call::trace::{CallTrace, Step};

@@ -163,9 +163,9 @@ impl Caller {
     /// Put the server's question to the call's decider: refused (`Err`, nobody sees it) when it
     /// is not a form toolhost accepts or the call has asked [`MAX_QUESTIONS`] already; an
     /// accepted answer is checked against the form.
-    pub async fn elicit(&self, message: String, form: &str) -> Result<Answer, String> {
+    pub async fn elicit(&self, message: String, form: &str) -> Result<Answer, crate::QuestionError> {
         if !Self::take(&self.asked, MAX_QUESTIONS) {
-            return Err(format!("a call may ask at most {MAX_QUESTIONS} questions"));
+            return Err(crate::QuestionError::TooMany);
         }
         let question = Question::new(&self.tool_use_id, &self.tool, message, form)?;
         let answer = self.decider.elicit(&question).await;

@@ -70,6 +70,35 @@ pub struct Question {
     pub form: Map<String, Value>,
 }
 
+/// Why a question is not put to the person, or its answer not passed on: said to the tool (or
+/// the MCP server) that asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QuestionError {
+    /// The call asked [`MAX_QUESTIONS`] already.
+    #[error("a call may ask at most {MAX_QUESTIONS} questions")]
+    TooMany,
+    /// The message is over [`MAX_QUESTION_CHARS`] characters.
+    #[error("the question is longer than {MAX_QUESTION_CHARS} characters")]
+    TooLong,
+    /// The message is empty or white space.
+    #[error("the question has no message")]
+    NoMessage,
+    /// The form is over [`MAX_FORM_BYTES`] bytes.
+    #[error("the form is larger than {MAX_FORM_BYTES} bytes")]
+    FormTooLarge,
+    /// The form is not JSON.
+    #[error("the form is not JSON: {0}")]
+    FormNotJson(String),
+    /// The form is JSON but not a form toolhost puts to a person (a key, a field type or a
+    /// count it does not take): what is wrong with it.
+    #[error("{0}")]
+    NotAForm(String),
+    /// An accepted answer does not fit the form: where and why.
+    #[error("the answer does not fit the form: {0}")]
+    AnswerDoesNotFit(String),
+}
+
 impl Question {
     /// A tool's question, if its message and form are acceptable; `Err` says why not (to the
     /// tool).
@@ -77,18 +106,18 @@ impl Question {
     /// # Errors
     ///
     /// The message is empty or too long, or the form is not JSON, too large, or not a form.
-    pub fn new(tool_use_id: &str, tool: &str, message: String, form: &str) -> Result<Question, String> {
+    pub fn new(tool_use_id: &str, tool: &str, message: String, form: &str) -> Result<Question, QuestionError> {
         if message.chars().count() > MAX_QUESTION_CHARS {
-            return Err(format!("the question is longer than {MAX_QUESTION_CHARS} characters"));
+            return Err(QuestionError::TooLong);
         }
         if message.trim().is_empty() {
-            return Err("the question has no message".to_string());
+            return Err(QuestionError::NoMessage);
         }
         if form.len() > MAX_FORM_BYTES {
-            return Err(format!("the form is larger than {MAX_FORM_BYTES} bytes"));
+            return Err(QuestionError::FormTooLarge);
         }
-        let form: Value = serde_json::from_str(form).map_err(|e| format!("the form is not JSON: {e}"))?;
-        let form = check_form(form)?;
+        let form: Value = serde_json::from_str(form).map_err(|e| QuestionError::FormNotJson(e.to_string()))?;
+        let form = check_form(form).map_err(QuestionError::NotAForm)?;
         Ok(Question { tool_use_id: tool_use_id.to_string(), tool: tool.to_string(), message, form })
     }
 
@@ -99,12 +128,17 @@ impl Question {
 
     /// `content` (an accepted answer) if it fits the form: an object with the required fields,
     /// each of its field's type and choices.
-    pub fn check_answer(&self, content: &Value) -> Result<(), String> {
+    ///
+    /// # Errors
+    ///
+    /// [`QuestionError::AnswerDoesNotFit`]: where and why (also when the form itself cannot
+    /// check answers, which [`Question::new`]'s checks leave no way to reach).
+    pub fn check_answer(&self, content: &Value) -> Result<(), QuestionError> {
         let validator = jsonschema::validator_for(&Value::Object(self.form.clone()))
-            .map_err(|e| format!("the form cannot check answers: {e}"))?;
+            .map_err(|e| QuestionError::AnswerDoesNotFit(format!("the form cannot check answers: {e}")))?;
         match validator.iter_errors(content).next() {
             None => Ok(()),
-            Some(e) => Err(format!("the answer does not fit the form: {e} (at {})", e.instance_path())),
+            Some(e) => Err(QuestionError::AnswerDoesNotFit(format!("{e} (at {})", e.instance_path()))),
         }
     }
 }
@@ -232,7 +266,7 @@ mod tests {
     use serde_json::json;
 
     fn ask(form: Value) -> Result<Question, String> {
-        Question::new("toolu_1", "Asker", "Who are you?".into(), &form.to_string())
+        Question::new("toolu_1", "Asker", "Who are you?".into(), &form.to_string()).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -268,13 +302,14 @@ mod tests {
     fn messages_are_bounded_and_answers_checked_against_the_form() {
         let form = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}).to_string();
         let long = "x".repeat(MAX_QUESTION_CHARS + 1);
-        assert!(Question::new("t", "T", long, &form).unwrap_err().contains("longer"));
-        assert!(Question::new("t", "T", " ".into(), &form).unwrap_err().contains("no message"));
+        assert_eq!(Question::new("t", "T", long, &form).unwrap_err(), QuestionError::TooLong);
+        assert_eq!(Question::new("t", "T", " ".into(), &form).unwrap_err(), QuestionError::NoMessage);
         let q = Question::new("t", "T", "n?".into(), &form).unwrap();
         assert_eq!(q.shown(), "Tool T asks: n?");
         assert!(q.check_answer(&json!({"n": 3})).is_ok());
-        assert!(q.check_answer(&json!({"n": "three"})).is_err());
-        assert!(q.check_answer(&json!({})).is_err());
+        let wrong = q.check_answer(&json!({"n": "three"})).unwrap_err();
+        assert!(matches!(&wrong, QuestionError::AnswerDoesNotFit(why) if why.contains("/n")), "{wrong}");
+        assert!(matches!(q.check_answer(&json!({})), Err(QuestionError::AnswerDoesNotFit(_))));
     }
 
     /// Any JSON, its object keys mostly schema keywords, so that generated forms come near

@@ -308,15 +308,15 @@ impl SessionImports for HostState {
             return Err("a tool may ask the person questions only while it runs `call`".to_string());
         };
         if self.questions_asked >= MAX_QUESTIONS {
-            return Err(format!("a call may ask at most {MAX_QUESTIONS} questions"));
+            return Err(crate::QuestionError::TooMany.to_string());
         }
         self.questions_asked += 1;
-        let question = Question::new(&asker.id, &asker.tool, message, &requested_schema)?;
+        let question = Question::new(&asker.id, &asker.tool, message, &requested_schema).map_err(|e| e.to_string())?;
         let answer = asker.decider.elicit(&question).await;
         Ok(match answer {
             Answer::Accept(content) => {
                 let content = serde_json::Value::Object(content);
-                question.check_answer(&content)?;
+                question.check_answer(&content).map_err(|e| e.to_string())?;
                 WitElicitAnswer { action: WitElicitAction::Accept, content: Some(content.to_string()) }
             }
             Answer::Decline => WitElicitAnswer { action: WitElicitAction::Decline, content: None },
