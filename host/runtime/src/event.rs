@@ -157,3 +157,10 @@ fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 
 /// Receives events; must be cheap and must not block (it is called from inside calls).
 pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
+
+/// Tell `sink` of `event`, made only when there is a sink.
+pub(crate) fn emit_to(sink: Option<&EventSink>, event: impl FnOnce() -> Event) {
+    if let Some(sink) = sink {
+        sink(event());
+    }
+}

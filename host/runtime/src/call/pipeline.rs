@@ -220,7 +220,7 @@ impl Runtime {
 
         // 5. PreToolUse hooks: may block, rewrite the input (checked again), add context, decide.
         let step = Instant::now();
-        let pre = self.run_hooks(cx, HookEvent::PreToolUse, &value, None, None).await;
+        let pre = self.hooks.for_call(cx, HookEvent::PreToolUse, &value, None, None).await;
         cx.step("hooks_before", step);
         // A deny wins over a stop: the model reads the reason and the session goes on, as in
         // Claude Code.
@@ -261,9 +261,9 @@ impl Runtime {
         let step = Instant::now();
         let post = if result.is_error {
             let error = Some((result.text(), result.outcome == OutcomeKind::Interrupted));
-            self.run_hooks(cx, HookEvent::PostToolUseFailure, &value, None, error).await
+            self.hooks.for_call(cx, HookEvent::PostToolUseFailure, &value, None, error).await
         } else {
-            self.run_hooks(cx, HookEvent::PostToolUse, &value, Some(tool_response(&result)), None).await
+            self.hooks.for_call(cx, HookEvent::PostToolUse, &value, Some(tool_response(&result)), None).await
         };
         cx.step("hooks_after", step);
         let event = if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };
@@ -444,9 +444,7 @@ impl Runtime {
     }
 
     pub(crate) fn emit(&self, event: impl FnOnce() -> Event) {
-        if let Some(sink) = &self.events {
-            sink(event());
-        }
+        crate::event::emit_to(self.events.as_ref(), event);
     }
 }
 

@@ -24,6 +24,36 @@ use runner::CommandHook;
 pub(crate) use runner::CommandHooks;
 pub use session::{SessionEvent, SessionHooks};
 
+/// A runtime's hooks as one part: its command hooks, the embedder's Rust hooks, and what every
+/// hook input says of the runtime (its session id, working directory and permission mode).
+/// The call's steps and the session's events run them through it; it needs nothing else of the
+/// runtime but where to report a hook that failed.
+pub(crate) struct HookSet {
+    commands: CommandHooks,
+    /// The embedder's hooks ([`crate::RuntimeBuilder::hooks`]).
+    embedded: Vec<std::sync::Arc<dyn Hooks>>,
+    session_id: String,
+    /// `cwd`: the workspace.
+    cwd: String,
+    /// `permission_mode`, as Claude Code names it.
+    mode: &'static str,
+    events: Option<crate::EventSink>,
+}
+
+impl HookSet {
+    pub(crate) fn new(
+        commands: CommandHooks,
+        embedded: Vec<std::sync::Arc<dyn Hooks>>,
+        session_id: String,
+        workspace: &std::path::Path,
+        mode: toolhost_policy::Mode,
+        events: Option<crate::EventSink>,
+    ) -> HookSet {
+        let (cwd, mode) = (workspace.display().to_string(), crate::call::permission::claude_mode_name(mode));
+        HookSet { commands, embedded, session_id, cwd, mode, events }
+    }
+}
+
 use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::Value;

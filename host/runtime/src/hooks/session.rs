@@ -2,10 +2,8 @@
 //! `UserPromptSubmit` and `Stop`, with Claude Code's inputs and answers. Only command hooks
 //! run here (the Rust [`super::Hooks`] trait speaks of calls).
 
-use super::{HookEvent, combine};
-use crate::call::permission::claude_mode_name;
+use super::{HookEvent, HookSet, combine};
 use crate::event::Event;
-use crate::registry::Runtime;
 use serde::Serialize;
 use toolhost_policy::Decision;
 
@@ -86,25 +84,25 @@ struct Input<'a> {
     stop_hook_active: Option<bool>,
 }
 
-impl Runtime {
+impl HookSet {
     /// Whether any hook is configured for the event of `event`.
-    pub fn has_session_hooks(&self, event: &SessionEvent) -> bool {
-        self.command_hooks.any(event.hook_event())
+    pub(crate) fn has_session(&self, event: &SessionEvent) -> bool {
+        self.commands.any(event.hook_event())
     }
 
     /// Run the command hooks of a session event, all at once, and combine their answers: a
     /// block (exit 2, or `decision: "block"`) with its reason, every context, a stop. A hook
     /// that fails is reported as an event and otherwise ignored.
-    pub async fn session_hooks(&self, session_id: &str, event: &SessionEvent) -> SessionHooks {
+    pub(crate) async fn for_session(&self, session_id: &str, event: &SessionEvent) -> SessionHooks {
         let hook_event = event.hook_event();
-        if !self.command_hooks.any(hook_event) {
+        if !self.commands.any(hook_event) {
             return SessionHooks::default();
         }
         let mut input = Input {
             session_id,
             transcript_path: "",
-            cwd: self.workspace.display().to_string(),
-            permission_mode: claude_mode_name(self.permissions.mode),
+            cwd: self.cwd.clone(),
+            permission_mode: self.mode,
             hook_event_name: hook_event,
             source: None,
             prompt: None,
@@ -124,11 +122,11 @@ impl Runtime {
                 None
             }
         };
-        let answers = self.command_hooks.run_event(hook_event, query, &input, &|_| true).await;
+        let answers = self.commands.run_event(hook_event, query, &input, &|_| true).await;
         let responses = self.answered(answers, hook_event, "", "");
         for r in &responses {
             if let Some(message) = &r.system_message {
-                self.emit(|| Event::HookMessage {
+                crate::event::emit_to(self.events.as_ref(), || Event::HookMessage {
                     id: String::new(),
                     tool: String::new(),
                     hook_event,

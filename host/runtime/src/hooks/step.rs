@@ -1,17 +1,15 @@
 //! Steps 5 and 8 of a call: the PreToolUse, PostToolUse and PostToolUseFailure hooks of the
 //! call's event, command hooks and Rust hooks all at once, their answers combined.
 
-use super::{Combined, HookEvent, HookFailure, HookInput, HookResponse, combine};
+use super::{Combined, HookEvent, HookFailure, HookInput, HookResponse, HookSet, combine};
 use crate::call::ctx::CallCtx;
-use crate::call::permission::claude_mode_name;
 use crate::event::Event;
-use crate::registry::Runtime;
 use serde_json::Value;
 
-impl Runtime {
+impl HookSet {
     /// Run the hooks of `event` for this call (command hooks and Rust hooks, all at once) and
     /// combine their answers. Failed hooks are reported and otherwise ignored.
-    pub(crate) async fn run_hooks(
+    pub(crate) async fn for_call(
         &self,
         cx: &CallCtx<'_>,
         event: HookEvent,
@@ -20,14 +18,14 @@ impl Runtime {
         error: Option<(String, bool)>,
     ) -> Combined {
         let (id, name) = (cx.id(), cx.name());
-        if self.hooks.is_empty() && !self.command_hooks.has(event, name) {
+        if self.embedded.is_empty() && !self.commands.has(event, name) {
             return Combined::default();
         }
         let hook_input = HookInput {
             session_id: self.session_id.clone(),
             transcript_path: String::new(),
-            cwd: self.workspace.display().to_string(),
-            permission_mode: claude_mode_name(self.permissions.mode).to_string(),
+            cwd: self.cwd.clone(),
+            permission_mode: self.mode.to_string(),
             hook_event_name: event,
             tool_name: name.to_string(),
             tool_input: input.clone(),
@@ -36,7 +34,7 @@ impl Runtime {
             is_interrupt: error.as_ref().map(|(_, i)| *i),
             error: error.map(|(e, _)| e),
         };
-        let rust = futures::future::join_all(self.hooks.iter().map(|h| {
+        let rust = futures::future::join_all(self.embedded.iter().map(|h| {
             let hook_input = &hook_input;
             async move {
                 match event {
@@ -50,7 +48,7 @@ impl Runtime {
         }));
         let subject = crate::call::permission::subject_value(input, cx.tool.info.permission_subject.as_deref());
         let subject = subject.as_ref().map(|(v, k)| (v.as_str(), *k));
-        let (commands, rust) = tokio::join!(self.command_hooks.run_for_call(&hook_input, subject), rust);
+        let (commands, rust) = tokio::join!(self.commands.run_for_call(&hook_input, subject), rust);
         let mut responses = self.answered(commands, event, id, name);
         responses.extend(rust.into_iter().map(|mut r| {
             if r.source.is_empty() {
@@ -77,7 +75,7 @@ impl Runtime {
                 Ok(r) => responses.push(r),
                 Err(f) => {
                     tracing::warn!("{f}");
-                    self.emit(|| Event::HookFailed {
+                    crate::event::emit_to(self.events.as_ref(), || Event::HookFailed {
                         id: id.to_string(),
                         tool: tool.to_string(),
                         hook_event,

@@ -6,7 +6,7 @@ use crate::call::permission::{PermissionDecider, Permissions};
 use crate::call::spill::SpillDir;
 use crate::error::{Error, Result, SettingError, WorkspaceError};
 use crate::event::EventSink;
-use crate::hooks::{CommandHooks, Hooks};
+use crate::hooks::{CommandHooks, HookSet, Hooks};
 use crate::loading::cache::Cache;
 use crate::loading::engine::{EngineOptions, ToolEngine};
 use crate::turns::schedule::Scheduler;
@@ -246,14 +246,21 @@ impl RuntimeBuilder {
             .map_err(|e| Error::Config(SettingError::CaFileInvalid(e)))?;
         let default_grant =
             self.default_grant.unwrap_or_else(|| Grant::workspace_and(&self.config.permissions.additional_directories));
+        let session_id = format!("toolhost-{}-{}", std::process::id(), next_runtime_number());
         Ok(Runtime {
             tls,
             engine,
+            hooks: HookSet::new(
+                command_hooks,
+                self.hooks,
+                session_id.clone(),
+                &workspace,
+                permissions.mode,
+                self.events.clone(),
+            ),
             permissions,
-            command_hooks,
-            hooks: self.hooks,
             decider: self.decider,
-            session_id: format!("toolhost-{}-{}", std::process::id(), next_runtime_number()),
+            session_id,
             spill: SpillDir::new(&results_dir, &workspace),
             workspace,
             workspace_json,

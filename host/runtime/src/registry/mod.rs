@@ -15,7 +15,6 @@ pub use builder::RuntimeBuilder;
 use crate::call::permission::{PermissionDecider, Permissions};
 use crate::call::spill::SpillDir;
 use crate::event::EventSink;
-use crate::hooks::{CommandHooks, Hooks};
 use crate::loading::cache::Cache;
 use crate::loading::engine::ToolEngine;
 use crate::loading::loader::{self, ToolInfo};
@@ -159,8 +158,8 @@ pub struct Runtime {
     /// What a name calls: components and MCP servers' tools ([`Runtime::set_remote_tools`]).
     pub(crate) pool: pool::Pool,
     pub(crate) permissions: Permissions,
-    pub(crate) command_hooks: CommandHooks,
-    pub(crate) hooks: Vec<Arc<dyn Hooks>>,
+    /// Command hooks and the embedder's, with what their input says of this runtime.
+    pub(crate) hooks: crate::hooks::HookSet,
     pub(crate) decider: Option<Arc<dyn PermissionDecider>>,
     /// Hooks' `session_id`: one per runtime.
     pub(crate) session_id: String,
@@ -220,6 +219,18 @@ impl Runtime {
     /// cache directory was set or the one set was refused.
     pub fn cache_dir(&self) -> Option<&Path> {
         self.cache.as_ref().map(Cache::dir)
+    }
+
+    /// Whether any hook is configured for the event of `event`.
+    pub fn has_session_hooks(&self, event: &crate::SessionEvent) -> bool {
+        self.hooks.has_session(event)
+    }
+
+    /// Run the command hooks of a session event, all at once, and combine their answers: a
+    /// block (exit 2, or `decision: "block"`) with its reason, every context, a stop. A hook
+    /// that fails is reported as an event and otherwise ignored.
+    pub async fn session_hooks(&self, session_id: &str, event: &crate::SessionEvent) -> crate::SessionHooks {
+        self.hooks.for_session(session_id, event).await
     }
 
     /// The `session_id` hooks are given: one per runtime.
