@@ -13,7 +13,7 @@ use crate::call::refusal::{Refusal, RefusalKind};
 use crate::call::result::ContentBlock;
 use crate::call::result::{ToolResult, map_output};
 use crate::event::Event;
-use crate::hooks::{Combined, HookEvent};
+use crate::hooks::{Combined, ForCall, HookEvent};
 use crate::invoke::{Call, CallFunction, CallReturn, RunCommand, Validate};
 use crate::kinds::ToolKind;
 use crate::kinds::command::CommandInput;
@@ -220,7 +220,12 @@ impl Runtime {
 
         // 5. PreToolUse hooks: may block, rewrite the input (checked again), add context, decide.
         let step = Instant::now();
-        let pre = self.hooks.for_call(cx, HookEvent::PreToolUse, &value, None, None).await;
+        let pointer = cx.tool.info.permission_subject.as_deref();
+        let pre = {
+            let subject = || crate::call::permission::subject_value(&value, pointer);
+            let call = ForCall { id, tool: name, subject: &subject };
+            self.hooks.for_call(&call, HookEvent::PreToolUse, &value, None, None).await
+        };
         cx.step("hooks_before", step);
         // A deny wins over a stop: the model reads the reason and the session goes on, as in
         // Claude Code.
@@ -259,11 +264,13 @@ impl Runtime {
 
         // 8. PostToolUse / PostToolUseFailure hooks.
         let step = Instant::now();
+        let subject = || crate::call::permission::subject_value(&value, pointer);
+        let call = ForCall { id, tool: name, subject: &subject };
         let post = if result.is_error {
             let error = Some((result.text(), result.outcome == OutcomeKind::Interrupted));
-            self.hooks.for_call(cx, HookEvent::PostToolUseFailure, &value, None, error).await
+            self.hooks.for_call(&call, HookEvent::PostToolUseFailure, &value, None, error).await
         } else {
-            self.hooks.for_call(cx, HookEvent::PostToolUse, &value, Some(tool_response(&result)), None).await
+            self.hooks.for_call(&call, HookEvent::PostToolUse, &value, Some(tool_response(&result)), None).await
         };
         cx.step("hooks_after", step);
         let event = if result.is_error { HookEvent::PostToolUseFailure } else { HookEvent::PostToolUse };

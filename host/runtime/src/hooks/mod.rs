@@ -23,6 +23,7 @@ pub(crate) use combine::{Combined, combine};
 use runner::CommandHook;
 pub(crate) use runner::CommandHooks;
 pub use session::{SessionEvent, SessionHooks};
+pub(crate) use step::ForCall;
 
 /// A runtime's hooks as one part: its command hooks, the embedder's Rust hooks, and what every
 /// hook input says of the runtime (its session id, working directory and permission mode).
@@ -46,11 +47,10 @@ impl HookSet {
         embedded: Vec<std::sync::Arc<dyn Hooks>>,
         session_id: String,
         workspace: &std::path::Path,
-        mode: toolhost_policy::Mode,
+        mode: &'static str,
         events: Option<crate::EventSink>,
     ) -> HookSet {
-        let (cwd, mode) = (workspace.display().to_string(), crate::call::permission::claude_mode_name(mode));
-        HookSet { commands, embedded, session_id, cwd, mode, events }
+        HookSet { commands, embedded, session_id, cwd: workspace.display().to_string(), mode, events }
     }
 }
 

@@ -2,22 +2,33 @@
 //! call's event, command hooks and Rust hooks all at once, their answers combined.
 
 use super::{Combined, HookEvent, HookFailure, HookInput, HookResponse, HookSet, combine};
-use crate::call::ctx::CallCtx;
 use crate::event::Event;
 use serde_json::Value;
+use toolhost_policy::SubjectKind;
+
+/// The subject of a call's input its tool's permission rules name (a path, a URL, a command),
+/// which a hook's `if` matches: found only when a hook runs.
+pub(crate) type Subject<'a> = &'a (dyn Fn() -> Option<(String, SubjectKind)> + Sync);
+
+/// The call a step's hooks run for: its id, its tool, and its subject.
+pub(crate) struct ForCall<'a> {
+    pub id: &'a str,
+    pub tool: &'a str,
+    pub subject: Subject<'a>,
+}
 
 impl HookSet {
     /// Run the hooks of `event` for this call (command hooks and Rust hooks, all at once) and
     /// combine their answers. Failed hooks are reported and otherwise ignored.
     pub(crate) async fn for_call(
         &self,
-        cx: &CallCtx<'_>,
+        call: &ForCall<'_>,
         event: HookEvent,
         input: &Value,
         response: Option<Value>,
         error: Option<(String, bool)>,
     ) -> Combined {
-        let (id, name) = (cx.id(), cx.name());
+        let (id, name) = (call.id, call.tool);
         if self.embedded.is_empty() && !self.commands.has(event, name) {
             return Combined::default();
         }
@@ -46,7 +57,7 @@ impl HookSet {
                 }
             }
         }));
-        let subject = crate::call::permission::subject_value(input, cx.tool.info.permission_subject.as_deref());
+        let subject = (call.subject)();
         let subject = subject.as_ref().map(|(v, k)| (v.as_str(), *k));
         let (commands, rust) = tokio::join!(self.commands.run_for_call(&hook_input, subject), rust);
         let mut responses = self.answered(commands, event, id, name);

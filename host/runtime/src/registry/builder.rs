@@ -255,7 +255,7 @@ impl RuntimeBuilder {
                 self.hooks,
                 session_id.clone(),
                 &workspace,
-                permissions.mode,
+                crate::call::permission::claude_mode_name(permissions.mode),
                 self.events.clone(),
             ),
             permissions,
