@@ -37,7 +37,6 @@ mod kinds;
 mod loading;
 mod printable;
 mod registry;
-mod remote;
 mod sandbox;
 mod turns;
 
@@ -47,6 +46,10 @@ pub use call::permission::{AskAnswer, AskRequest, PermissionDecider};
 pub use call::probe::Probe;
 pub use call::question::{MAX_QUESTIONS, QuestionError};
 pub use call::refusal::{Refusal, RefusalKind};
+pub use call::remote::{
+    Caller, MAX_MCP_DESCRIPTION_CHARS, MAX_MCP_SCHEMA_BYTES, MAX_MCP_TOOLS_PER_SERVER, RemoteBlock, RemoteError,
+    RemoteOutput, RemoteServer, RemoteTool, mcp_tool_name,
+};
 pub use call::result::{ContentBlock, ImageSource, ToolResult, content_text};
 pub use call::trace::{CallTrace, Step};
 pub use call::{Answer, CallOptions, LogFn, LogLevel, LogMessage, Progress, ProgressFn, Question};
@@ -64,10 +67,6 @@ pub use loading::tiering::{CodeState, OptimizeHold, Tier};
 #[doc(hidden)]
 pub use printable::printable;
 pub use registry::{GrantFrom, LoadedTool, Runtime, RuntimeBuilder};
-pub use remote::{
-    Caller, MAX_MCP_DESCRIPTION_CHARS, MAX_MCP_SCHEMA_BYTES, MAX_MCP_TOOLS_PER_SERVER, RemoteBlock, RemoteError,
-    RemoteOutput, RemoteServer, RemoteTool, mcp_tool_name,
-};
 pub use sandbox::fsguard::use_procfs_paths;
 pub use tokio_util::sync::CancellationToken;
 pub use toolhost_policy as policy;

@@ -13,6 +13,7 @@ pub(crate) mod pipeline;
 pub(crate) mod probe;
 pub(crate) mod question;
 pub(crate) mod refusal;
+pub(crate) mod remote;
 pub(crate) mod result;
 pub(crate) mod route;
 pub(crate) mod spill;

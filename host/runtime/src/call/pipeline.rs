@@ -377,14 +377,14 @@ impl Runtime {
         cx: &CallCtx<'_>,
         server: &str,
         on_server: &str,
-        remote: &dyn crate::remote::RemoteServer,
+        remote: &dyn crate::call::remote::RemoteServer,
         input: &str,
     ) -> ToolResult {
         let (id, name, tool) = (cx.id(), cx.name(), cx.tool);
         let value: Value = serde_json::from_str(input).unwrap_or_default();
         let limit = Duration::from_millis(tool.limits.timeout_ms);
         let caller =
-            Arc::new(crate::remote::Caller::new(id, name, self.asker_of(cx)).with_progress(self.progress_to(cx)));
+            Arc::new(crate::call::remote::Caller::new(id, name, self.asker_of(cx)).with_progress(self.progress_to(cx)));
         let answer = tokio::select! {
             answer = remote.call_for(on_server, value, caller) => answer,
             () = tokio::time::sleep(limit) => {
@@ -404,7 +404,7 @@ impl Runtime {
             }
         };
         let is_error = output.is_error;
-        let blocks = crate::remote::wit_blocks(output);
+        let blocks = crate::call::remote::wit_blocks(output);
         if let Some(over) = over_output_limit(cx, content_bytes(&blocks)) {
             return over;
         }
@@ -531,7 +531,7 @@ fn with_notes(mut result: ToolResult, notes: &[String]) -> ToolResult {
 /// text block; MCP content blocks keep their text and images (undecodable base64 is said as
 /// text); anything else is its JSON. They are then mapped like the server's own answer.
 fn replaced_output(output: &Value) -> Vec<crate::invoke::bindings::WitContentBlock> {
-    use crate::remote::RemoteBlock;
+    use crate::call::remote::RemoteBlock;
     let block = |b: &Value| -> RemoteBlock {
         let field = |k: &str| b.get(k).and_then(Value::as_str);
         match (field("type"), field("text"), field("data"), field("mimeType")) {
@@ -550,7 +550,7 @@ fn replaced_output(output: &Value) -> Vec<crate::invoke::bindings::WitContentBlo
         Value::Array(blocks) if !blocks.is_empty() => blocks.iter().map(block).collect(),
         other => vec![RemoteBlock::Text(other.to_string())],
     };
-    crate::remote::wit_blocks(crate::RemoteOutput::new(blocks, false))
+    crate::call::remote::wit_blocks(crate::RemoteOutput::new(blocks, false))
 }
 
 /// What PostToolUse hooks get as `tool_response`: the result's text when it is one text

@@ -78,13 +78,13 @@ pub enum QuestionError {
     /// The call asked [`MAX_QUESTIONS`] already.
     #[error("a call may ask at most {MAX_QUESTIONS} questions")]
     TooMany,
-    /// The message is over [`MAX_QUESTION_CHARS`] characters.
+    /// The message is over `MAX_QUESTION_CHARS` (4,096) characters.
     #[error("the question is longer than {MAX_QUESTION_CHARS} characters")]
     TooLong,
     /// The message is empty or white space.
     #[error("the question has no message")]
     NoMessage,
-    /// The form is over [`MAX_FORM_BYTES`] bytes.
+    /// The form is over `MAX_FORM_BYTES` (64 KiB).
     #[error("the form is larger than {MAX_FORM_BYTES} bytes")]
     FormTooLarge,
     /// The form is not JSON.

@@ -9,6 +9,7 @@ mod builder;
 mod grant;
 mod load;
 pub(crate) mod pool;
+mod remote_tools;
 
 pub use builder::RuntimeBuilder;
 
@@ -74,7 +75,7 @@ pub struct LoadedTool {
     pub(crate) code: Arc<loader::Code>,
     pub(crate) pure_pool: crate::invoke::PurePool,
     /// For an MCP server's tool: the server that makes its calls.
-    pub(crate) remote: Option<Arc<dyn crate::remote::RemoteServer>>,
+    pub(crate) remote: Option<Arc<dyn crate::call::remote::RemoteServer>>,
 }
 
 impl LoadedTool {

@@ -3,8 +3,8 @@
 //! themselves. A component's name is never given to a server's tool.
 
 use super::LoadedTool;
+use crate::call::remote::RemoteServer;
 use crate::loading::source::Origin;
-use crate::remote::RemoteServer;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
