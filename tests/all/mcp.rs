@@ -1011,6 +1011,14 @@ fn calls_the_transport_answers_keep_the_protocols_promises() {
     assert_eq!(slept.len(), 1, "the call running at the end of input is answered: {answers:?}");
     assert_eq!(slept[0]["result"]["isError"], false, "{slept:?}");
     assert_eq!(answers.len(), 4, "nothing else: {answers:?}");
+    // Which path each took (the transport says it at debug level, in the order it read them:
+    // once 9's line is in, 8's would be too).
+    let log = raw.log.as_ref().unwrap();
+    for key in ["\"slow\"", "7", "\"7\"", "9"] {
+        log.wait_for(&format!("tools/call {key} is answered by the stdio transport"));
+    }
+    let said = log.lines().join("\n");
+    assert!(!said.contains("tools/call 8 is answered by the stdio transport"), "a newer revision's call is rmcp's");
 }
 
 /// The official Python SDK against the server, over stdio and HTTP (tests/mcp/test_server.py).

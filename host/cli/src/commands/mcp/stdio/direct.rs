@@ -71,6 +71,7 @@ impl Direct {
                 let ClientRequest::CallToolRequest(call) = request.request else { unreachable!("matched above") };
                 let (id, params) = (request.id, call.params);
                 let key = call_key(&id);
+                tracing::debug!("tools/call {key} is answered by the stdio transport");
                 let cancel = self.core.start(&key);
                 let (shared, core, peer, write, ticket) =
                     (self.shared.clone(), self.core.clone(), peer.clone(), write.clone(), ticket());
