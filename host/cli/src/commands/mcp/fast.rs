@@ -154,7 +154,7 @@ impl FastPath {
 /// `notifications/cancelled` would, rather than dropping it half-way), and answer.
 async fn call(shared: &Arc<Shared>, core: Arc<SessionCore>, id: NumberOrString, params: CallParams) -> Response {
     let key = call_key(&id);
-    let cancel = core.start(&key);
+    let (serial, cancel) = core.start(&key);
     // Nobody can be asked on this path (sessions whose client could be take rmcp's): an ask is
     // a denial naming the rule to add, as for any client without elicitation.
     let options = CallOptions::new().cancel(cancel.clone());
@@ -165,7 +165,7 @@ async fn call(shared: &Arc<Shared>, core: Arc<SessionCore>, id: NumberOrString, 
     let on_drop = cancel.clone().drop_guard();
     let joined = task.await;
     on_drop.disarm();
-    core.end(&key);
+    core.end(&key, serial);
     let message = match joined {
         Ok(Ok(result)) => ServerJsonRpcMessage::response(ServerResult::CallToolResult(result), id),
         Ok(Err(error)) => ServerJsonRpcMessage::error(error, Some(id)),

@@ -435,7 +435,9 @@ pub struct SessionCore {
     /// Its calls answered without rmcp's service loop (the HTTP fast path, the stdio
     /// transport), by JSON-RPC id as JSON text (see [`call_key`]), so that a
     /// `notifications/cancelled` reaches them.
-    fast_calls: Mutex<HashMap<String, CancellationToken>>,
+    /// Two calls may carry one id (a client's mistake): each is its own entry, by a serial.
+    fast_calls: Mutex<HashMap<String, Vec<(u64, CancellationToken)>>>,
+    next_fast_call: AtomicU64,
     /// The least severe tool log message the client wants (`logging/setLevel`); none are sent
     /// before it asks.
     log_level: Mutex<Option<toolhost::LogLevel>>,
@@ -464,28 +466,37 @@ impl SessionCore {
         self.peer.get()
     }
 
-    /// A call answered without rmcp's service loop starts: its cancellation, which
-    /// [`SessionCore::cancel`] reaches until [`SessionCore::end`].
-    pub fn start(&self, key: &str) -> CancellationToken {
-        let cancel = CancellationToken::new();
-        self.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).insert(key.to_string(), cancel.clone());
-        cancel
+    /// A call answered without rmcp's service loop starts: its serial and its cancellation,
+    /// which [`SessionCore::cancel`] reaches until [`SessionCore::end`].
+    pub fn start(&self, key: &str) -> (u64, CancellationToken) {
+        let (serial, cancel) = (self.next_fast_call.fetch_add(1, Ordering::Relaxed), CancellationToken::new());
+        let mut calls = self.fast_calls.lock().unwrap_or_else(|e| e.into_inner());
+        calls.entry(key.to_string()).or_default().push((serial, cancel.clone()));
+        (serial, cancel)
     }
 
-    /// The call `key` has ended.
-    pub fn end(&self, key: &str) {
-        self.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+    /// The call `key` numbered `serial` has ended (another of the same id may run on).
+    pub fn end(&self, key: &str, serial: u64) {
+        let mut calls = self.fast_calls.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(running) = calls.get_mut(key) {
+            running.retain(|(s, _)| *s != serial);
+            if running.is_empty() {
+                calls.remove(key);
+            }
+        }
     }
 
-    /// Cancel the call `key` if it is one of [`SessionCore::start`]'s: whether it was.
+    /// Cancel the calls `key` if any is one of [`SessionCore::start`]'s: whether one was.
     pub fn cancel(&self, key: &str) -> bool {
-        let running = self.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned();
-        running.map(|cancel| cancel.cancel()).is_some()
+        let calls = self.fast_calls.lock().unwrap_or_else(|e| e.into_inner());
+        let running = calls.get(key).map(Vec::as_slice).unwrap_or_default();
+        running.iter().for_each(|(_, cancel)| cancel.cancel());
+        !running.is_empty()
     }
 
     /// Cancel every call of [`SessionCore::start`]'s still running.
     pub fn cancel_all(&self) {
-        for cancel in self.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).values() {
+        for (_, cancel) in self.fast_calls.lock().unwrap_or_else(|e| e.into_inner()).values().flatten() {
             cancel.cancel();
         }
     }
@@ -685,4 +696,26 @@ fn to_mcp(result: ToolResult) -> CallToolResult {
         })
         .collect();
     if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SessionCore;
+
+    /// A client may send two calls with one id: each is its own entry, so the first ending
+    /// does not make the second uncancellable, and a cancellation of that id reaches both.
+    #[test]
+    fn calls_of_one_id_are_each_cancellable_until_they_end() {
+        let core = SessionCore::default();
+        let (first, a) = core.start("1");
+        let (second, b) = core.start("1");
+        let (_, other) = core.start("\"1\"");
+        core.end("1", first);
+        assert!(core.cancel("1"), "the second is still running");
+        assert!(b.is_cancelled() && !a.is_cancelled() && !other.is_cancelled());
+        core.end("1", second);
+        assert!(!core.cancel("1"), "none left");
+        core.cancel_all();
+        assert!(other.is_cancelled());
+    }
 }

@@ -72,12 +72,12 @@ impl Direct {
                 let (id, params) = (request.id, call.params);
                 let key = call_key(&id);
                 tracing::debug!("tools/call {key} is answered by the stdio transport");
-                let cancel = self.core.start(&key);
+                let (serial, cancel) = self.core.start(&key);
                 let (shared, core, peer, write, ticket) =
                     (self.shared.clone(), self.core.clone(), peer.clone(), write.clone(), ticket());
                 self.running.spawn(async move {
                     let result = shared.call_from(&core, &peer, params, progress, Some(ticket), cancel.clone()).await;
-                    core.end(&key);
+                    core.end(&key, serial);
                     if cancel.is_cancelled() {
                         return;
                     }
