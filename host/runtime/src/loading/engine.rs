@@ -127,20 +127,31 @@ pub(crate) fn linker(engine: &Engine) -> wasmtime::Result<Linker<HostState>> {
 }
 
 pub(crate) fn start_ticker(engine: &Engine) {
-    let weak = engine.weak();
-    let spawned = std::thread::Builder::new().name("toolhost-epoch".into()).spawn(move || {
-        loop {
-            std::thread::sleep(EPOCH_TICK);
-            match weak.upgrade() {
-                Some(engine) => engine.increment_epoch(),
-                None => break,
+    /// The engines whose epoch the one ticker thread advances (a baseline and an optimising
+    /// engine per runtime, and as many runtimes as a process builds): one thread for all of
+    /// them, instead of one each waking every tick.
+    static TICKED: std::sync::Mutex<Vec<wasmtime::EngineWeak>> = std::sync::Mutex::new(Vec::new());
+    static TICKER: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    TICKED.lock().unwrap_or_else(|e| e.into_inner()).push(engine.weak());
+    TICKER.get_or_init(|| {
+        let spawned = std::thread::Builder::new().name("toolhost-epoch".into()).spawn(|| {
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                let mut engines = TICKED.lock().unwrap_or_else(|e| e.into_inner());
+                engines.retain(|weak| match weak.upgrade() {
+                    Some(engine) => {
+                        engine.increment_epoch();
+                        true
+                    }
+                    None => false,
+                });
             }
+        });
+        if let Err(e) = spawned {
+            // Without a ticker, deadlines still hold through the host's wall-clock timer.
+            tracing::warn!("cannot start the epoch ticker: {e}");
         }
     });
-    if let Err(e) = spawned {
-        // Without a ticker, deadlines still hold through the host's wall-clock timer.
-        tracing::warn!("cannot start the epoch ticker: {e}");
-    }
 }
 
 // The generated traits are implemented on HostState in state.rs; this keeps the bound visible.
