@@ -443,7 +443,8 @@ pub struct SessionCore {
     log_level: Mutex<Option<toolhost::LogLevel>>,
     /// Who answers its calls' questions: its client, one decider for all of them, so that an
     /// MCP server toolhost uses can tell two calls of this client from calls of two clients
-    /// (`toolhost::Caller::same_asker`), whichever way each call came.
+    /// (`toolhost::Caller::same_asker`), whether rmcp or the stdio transport took the call.
+    /// (The HTTP fast path serves only clients that cannot be asked: its calls have nobody.)
     asker: OnceLock<Arc<dyn PermissionDecider>>,
     /// Its client, once the session is open: the stdio transport then answers its calls itself
     /// (see `stdio/direct.rs`).

@@ -15,9 +15,10 @@
 use super::{Writer, line};
 use crate::commands::mcp::fast::of_a_newer_revision;
 use crate::commands::mcp::server::{SessionCore, Shared, call_key};
+use futures::FutureExt as _;
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientNotification, ClientRequest, GetMeta as _, JsonRpcMessage, ServerJsonRpcMessage, ServerResult,
+    ClientNotification, ClientRequest, ErrorData, GetMeta as _, JsonRpcMessage, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::RxJsonRpcMessage;
 use std::sync::Arc;
@@ -76,7 +77,14 @@ impl Direct {
                 let (shared, core, peer, write, ticket) =
                     (self.shared.clone(), self.core.clone(), peer.clone(), write.clone(), ticket());
                 self.running.spawn(async move {
-                    let result = shared.call_from(&core, &peer, params, progress, Some(ticket), cancel.clone()).await;
+                    let call = shared.call_from(&core, &peer, params, progress, Some(ticket), cancel.clone());
+                    // A fault in the host's own code still gets an answer (on rmcp's path a
+                    // panicking handler's task just ends, and the client waits for ever).
+                    let result = std::panic::AssertUnwindSafe(call).catch_unwind().await.unwrap_or_else(|_| {
+                        tracing::error!("tools/call {key} panicked");
+                        let message = "toolhost failed while running this call (host fault)";
+                        Err(ErrorData::internal_error(message, None))
+                    });
                     core.end(&key, serial);
                     if cancel.is_cancelled() {
                         return;
